@@ -1,0 +1,1 @@
+"""Reads checkpoints and Delta logs without Spark: inspect, correlate, diagnose, rewind."""

@@ -1,0 +1,1 @@
+"""Listens to every streaming query: durable progress log, Prometheus metrics, stream status."""

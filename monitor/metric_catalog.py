@@ -1,0 +1,151 @@
+"""Every metric streamops exports, defined once.
+
+The exporter builds its metric families from these specs; the Grafana dashboards, the alert
+rules and the console refer to metrics only through them, and a test checks that every metric
+a dashboard or rule uses is in this catalog. Names follow Prometheus conventions: base units
+in the name (`_seconds`, `_bytes`), `_total` for counters, one `stream` label per query (plus
+`group` / `event_type` where meaningful), never a label per batch or run id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+MetricKind = Literal["gauge", "counter", "stateset", "info"]
+StreamStatus = Literal["ok", "idle", "lagging", "stalled", "failed", "stopped"]
+STREAM_STATUSES: tuple[str, ...] = get_args(StreamStatus)
+BATCH_PHASES: tuple[str, ...] = (
+    "addBatch",
+    "commitOffsets",
+    "getBatch",
+    "latestOffset",
+    "queryPlanning",
+    "walCommit",
+    "triggerExecution",
+)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    kind: MetricKind
+    help: str
+    labels: tuple[str, ...]
+
+
+STREAM = ("stream",)
+
+STREAM_UP = MetricSpec("streamops_stream_up", "gauge", "1 while the streaming query is active, else 0", STREAM)
+STREAM_STATUS = MetricSpec(
+    "streamops_stream_status", "stateset", "Current status of the stream (one state is 1)", STREAM
+)
+STREAM_INFO = MetricSpec(
+    "streamops_stream", "info", "Identity of the stream: query id, run id and group", STREAM
+)
+INPUT_ROWS = MetricSpec("streamops_stream_input_rows_total", "counter", "Rows read by the stream", STREAM)
+INPUT_ROWS_PER_SECOND = MetricSpec(
+    "streamops_stream_input_rows_per_second", "gauge", "Input rate of the last batch", STREAM
+)
+PROCESSED_ROWS_PER_SECOND = MetricSpec(
+    "streamops_stream_processed_rows_per_second", "gauge", "Processing rate of the last batch", STREAM
+)
+BATCH_DURATION = MetricSpec(
+    "streamops_stream_batch_duration_seconds", "gauge", "Wall time of the last batch", STREAM
+)
+BATCH_PHASE_DURATION = MetricSpec(
+    "streamops_stream_batch_phase_duration_seconds",
+    "gauge",
+    "Time the last batch spent in each phase (Spark durationMs)",
+    STREAM + ("phase",),
+)
+LAST_PROGRESS = MetricSpec(
+    "streamops_stream_last_progress_timestamp_seconds",
+    "gauge",
+    "Unix time of the last progress event",
+    STREAM,
+)
+BATCH_ID = MetricSpec("streamops_stream_batch_id", "gauge", "Id of the last completed batch", STREAM)
+BACKLOG_VERSIONS = MetricSpec(
+    "streamops_stream_backlog_versions", "gauge", "Source Delta versions not yet processed", STREAM
+)
+BACKLOG_FILES = MetricSpec(
+    "streamops_stream_backlog_files", "gauge", "Source files not yet processed", STREAM
+)
+BACKLOG_BYTES = MetricSpec(
+    "streamops_stream_backlog_bytes", "gauge", "Source bytes not yet processed", STREAM
+)
+BACKLOG_SECONDS = MetricSpec(
+    "streamops_stream_backlog_seconds",
+    "gauge",
+    "Age of the oldest unprocessed source commit (0 when caught up)",
+    STREAM,
+)
+FRESHNESS = MetricSpec(
+    "streamops_stream_freshness_seconds",
+    "gauge",
+    "Now minus the newest event time the stream has committed",
+    STREAM,
+)
+EVENT_TYPE_ROWS = MetricSpec(
+    "streamops_event_type_rows_total",
+    "counter",
+    "Rows committed to the event type's silver table",
+    ("event_type", "group"),
+)
+EVENT_TYPE_LAST_COMMIT = MetricSpec(
+    "streamops_event_type_last_commit_timestamp_seconds",
+    "gauge",
+    "Unix time of the last commit to the event type's silver table",
+    ("event_type", "group"),
+)
+EVENT_TYPE_SCHEMA_VERSION = MetricSpec(
+    "streamops_event_type_schema_version",
+    "gauge",
+    "Latest schema version of the event type in the schema registry",
+    ("event_type", "group"),
+)
+EVENT_TYPE_FRESHNESS = MetricSpec(
+    "streamops_event_type_freshness_seconds",
+    "gauge",
+    "Now minus the newest event time committed to the event type's silver table",
+    ("event_type", "group"),
+)
+QUARANTINED_ROWS = MetricSpec(
+    "streamops_quarantined_rows_total", "counter", "Rows sent to quarantine, by reason", STREAM + ("reason",)
+)
+SCHEMA_ALERTS = MetricSpec(
+    "streamops_schema_alerts_total",
+    "counter",
+    "Incompatible schema changes recorded in _system/schema_alerts",
+    ("event_type",),
+)
+STREAM_FAILURES = MetricSpec(
+    "streamops_stream_failures_total", "counter", "Times the stream terminated with an exception", STREAM
+)
+
+CATALOG: tuple[MetricSpec, ...] = (
+    STREAM_UP,
+    STREAM_STATUS,
+    STREAM_INFO,
+    INPUT_ROWS,
+    INPUT_ROWS_PER_SECOND,
+    PROCESSED_ROWS_PER_SECOND,
+    BATCH_DURATION,
+    BATCH_PHASE_DURATION,
+    LAST_PROGRESS,
+    BATCH_ID,
+    BACKLOG_VERSIONS,
+    BACKLOG_FILES,
+    BACKLOG_BYTES,
+    BACKLOG_SECONDS,
+    FRESHNESS,
+    EVENT_TYPE_ROWS,
+    EVENT_TYPE_LAST_COMMIT,
+    EVENT_TYPE_SCHEMA_VERSION,
+    EVENT_TYPE_FRESHNESS,
+    QUARANTINED_ROWS,
+    SCHEMA_ALERTS,
+    STREAM_FAILURES,
+)
+BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

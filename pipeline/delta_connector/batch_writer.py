@@ -1,0 +1,61 @@
+"""The idempotent micro-batch writer of the embedded default (delta-rs).
+
+Every commit carries a Delta `txn` action (appId = stream name, version = batch id), the
+mechanism of delta-spark's txnAppId/txnVersion and of kafka-delta-ingest: a replayed batch
+finds its txn already in the table and writes nothing. Schema changes merge; the table id
+never changes on a merge (delta-rs keeps the metaData id; a test guards it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import CommitProperties, Transaction
+
+from streamops.commit_metadata import BatchCommitInfo
+
+WriteStatus = Literal["written", "skipped", "empty"]
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    status: WriteStatus
+    version: int | None = None
+    rows: int = 0
+
+
+def committed_batch(table: str | Path, app_id: str) -> int | None:
+    """The highest batch id this stream has committed to the table, or None."""
+    if not DeltaTable.is_deltatable(str(table)):
+        return None
+    return DeltaTable(str(table)).transaction_version(app_id)
+
+
+def write_batch(table: str | Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+    """Append `data` exactly once for (commit.stream, commit.batch_id)."""
+    if data.num_rows == 0:
+        return WriteOutcome("empty")
+    done = committed_batch(table, commit.stream)
+    if done is not None and done >= commit.batch_id:
+        return WriteOutcome("skipped", rows=data.num_rows)
+    write_deltalake(
+        str(table),
+        data,
+        mode="append",
+        schema_mode="merge",
+        commit_properties=CommitProperties(
+            custom_metadata=commit.to_custom_metadata(),
+            app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
+        ),
+    )
+    return WriteOutcome("written", version=DeltaTable(str(table)).version(), rows=data.num_rows)
+
+
+def create_table(table: str | Path, schema: pa.Schema) -> None:
+    """Create an empty table so streams that read it can start before any data arrives."""
+    if not DeltaTable.is_deltatable(str(table)):
+        DeltaTable.create(str(table), schema=schema, mode="ignore")

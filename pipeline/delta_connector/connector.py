@@ -1,0 +1,103 @@
+"""The seam between pipeline logic and the Delta implementation it runs on.
+
+`embedded` (the default) reads with the delta-rs streaming source and writes with the
+idempotent delta-rs writer; `native` uses delta-spark's `format("delta")` where a cluster has
+its JARs. The pipeline calls only these methods, so there is one implementation of bronze,
+silver and management whichever connector runs underneath.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Mapping, Protocol
+
+import pyarrow as pa
+
+from pipeline.delta_connector.batch_writer import WriteOutcome, committed_batch, write_batch
+from pipeline.delta_connector.delta_source import FORMAT_NAME
+from pipeline.exceptions import PipelineConfigError
+from streamops.commit_metadata import BatchCommitInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ConnectorName = Literal["embedded", "native"]
+
+
+class DeltaConnector(Protocol):
+    name: ConnectorName
+
+    def read_stream(
+        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
+    ) -> "DataFrame": ...
+
+    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome: ...
+
+
+@dataclass(frozen=True)
+class EmbeddedDelta:
+    """Delta through delta-rs inside Spark: no JARs needed."""
+
+    name: ConnectorName = "embedded"
+
+    def read_stream(
+        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
+    ) -> "DataFrame":
+        reader = spark.readStream.format(FORMAT_NAME).option("path", str(table))
+        for key, value in (options or {}).items():
+            reader = reader.option(key, value)
+        return reader.load()
+
+    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+        return write_batch(table, data, commit)
+
+
+@dataclass(frozen=True)
+class NativeDelta:
+    """delta-spark's own source and sink, for clusters that have the Delta JARs."""
+
+    spark: "SparkSession"
+    name: ConnectorName = "native"
+
+    def read_stream(
+        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
+    ) -> "DataFrame":
+        reader = spark.readStream.format("delta")
+        for key, value in (options or {}).items():
+            reader = reader.option(key, value)
+        return reader.load(str(table))
+
+    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+        if data.num_rows == 0:
+            return WriteOutcome("empty")
+        done = committed_batch(table, commit.stream)
+        if done is not None and done >= commit.batch_id:
+            return WriteOutcome("skipped", rows=data.num_rows)
+        (
+            self.spark.createDataFrame(data)
+            .write.format("delta")
+            .mode("append")
+            .option("mergeSchema", "true")
+            .option("txnAppId", commit.stream)
+            .option("txnVersion", commit.batch_id)
+            .option("userMetadata", json.dumps(commit.to_custom_metadata(), sort_keys=True))
+            .save(str(table))
+        )
+        return WriteOutcome("written", rows=data.num_rows)
+
+
+def connector_for(name: str, spark: "SparkSession") -> DeltaConnector:
+    if name == "embedded":
+        return EmbeddedDelta()
+    if name == "native":
+        if not spark.conf.get("spark.sql.extensions", "") or "delta" not in spark.conf.get(
+            "spark.sql.extensions", ""
+        ):
+            raise PipelineConfigError(
+                "the native connector needs delta-spark's JARs and DeltaSparkSessionExtension: "
+                "install the `cluster` extra on a cluster that has them, or use --delta embedded"
+            )
+        return NativeDelta(spark)
+    raise PipelineConfigError(f"unknown Delta connector `{name}`: use `embedded` or `native`")

@@ -1,0 +1,17 @@
+"""Errors the pipeline raises for conditions a user can fix."""
+
+from __future__ import annotations
+
+from streamops.exceptions import StreamopsError
+
+
+class JavaNotFoundError(StreamopsError):
+    """Spark needs a JVM and none is installed."""
+
+
+class PipelineConfigError(StreamopsError):
+    """A pipeline setting or input path is wrong."""
+
+
+class IncompatibleSchemaError(StreamopsError):
+    """An event type changed a field's type in a way that cannot be cast (on_incompatible=fail_group)."""

@@ -1,0 +1,1 @@
+"""`streamops generate`: drifting game-telemetry load with a ground-truth manifest."""

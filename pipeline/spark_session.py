@@ -1,0 +1,69 @@
+"""The one SparkSession builder: every command, test and benchmark gets Spark from here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Mapping
+
+from pipeline.exceptions import JavaNotFoundError
+
+DEFAULT_MASTER = "local[*]"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def ensure_java() -> None:
+    """Fail with one line, not a Py4J stack trace, when no JVM is available."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return
+    if shutil.which("java"):
+        return
+    raise JavaNotFoundError(
+        "Spark needs Java 17 and `java` was not found: install it "
+        "(e.g. `apt-get install -y openjdk-17-jre-headless`) or set JAVA_HOME"
+    )
+
+
+def build_spark(
+    master: str | None = None,
+    app_name: str = "streamops",
+    conf: Mapping[str, str] | None = None,
+):
+    """Return the active SparkSession, creating it with streamops defaults if needed.
+
+    Workers must run the driver's interpreter (PySpark otherwise picks whatever `python3` is on
+    PATH, which may lack pyarrow), logs are kept to errors, and time is UTC so Delta timestamps
+    mean the same thing on every machine.
+    """
+    ensure_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    from pipeline.delta_connector.delta_source import DeltaSource
+
+    cores = os.cpu_count() or 2
+    settings: dict[str, str] = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": str(max(2, cores)),
+        "spark.default.parallelism": str(max(2, cores)),
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG}",
+        "spark.sql.streaming.metricsEnabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(
+        master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)
+    ).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(DeltaSource)
+    return spark

@@ -1,0 +1,189 @@
+"""A Spark-free reader of Delta transaction logs.
+
+delta-rs answers table-level questions (table id, latest version, txn versions, history); the
+actions of one specific commit are read from its `_delta_log/<version>.json` file, which is the
+only place Delta keeps "which files did version N add". The streaming source, checkpoint_tools
+and the monitor all read commits through this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
+
+from streamops.exceptions import TableNotFoundError, VersionNotInLogError
+
+LOG_DIR = "_delta_log"
+
+
+@dataclass(frozen=True)
+class AddFile:
+    path: str
+    size: int
+    modification_time: int
+    data_change: bool
+    num_records: int | None
+    has_deletion_vector: bool = False
+
+
+@dataclass(frozen=True)
+class RemoveFile:
+    path: str
+    data_change: bool
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The actions of one Delta commit, in log order."""
+
+    version: int
+    adds: tuple[AddFile, ...]
+    removes: tuple[RemoveFile, ...]
+    commit_info: dict[str, Any]
+    txns: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def timestamp_ms(self) -> int | None:
+        value = self.commit_info.get("timestamp")
+        return int(value) if value is not None else None
+
+    @property
+    def data_adds(self) -> tuple[AddFile, ...]:
+        """Files this commit added as new data (what a streaming source must read)."""
+        return tuple(a for a in self.adds if a.data_change)
+
+    @property
+    def data_removes(self) -> tuple[RemoveFile, ...]:
+        return tuple(r for r in self.removes if r.data_change)
+
+
+def commit_file_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def parse_commit(version: int, text: bytes) -> Commit:
+    """Turn the JSON lines of one commit file into a `Commit`."""
+    adds: list[AddFile] = []
+    removes: list[RemoveFile] = []
+    commit_info: dict[str, Any] = {}
+    txns: dict[str, int] = {}
+    metadata: dict[str, Any] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        action = orjson.loads(line)
+        if "add" in action:
+            add = action["add"]
+            adds.append(
+                AddFile(
+                    path=add["path"],
+                    size=int(add.get("size") or 0),
+                    modification_time=int(add.get("modificationTime") or 0),
+                    data_change=bool(add.get("dataChange", True)),
+                    num_records=_num_records(add.get("stats")),
+                    has_deletion_vector=bool(add.get("deletionVector")),
+                )
+            )
+        elif "remove" in action:
+            remove = action["remove"]
+            removes.append(RemoveFile(remove["path"], bool(remove.get("dataChange", True))))
+        elif "commitInfo" in action:
+            commit_info = action["commitInfo"]
+        elif "txn" in action:
+            txns[action["txn"]["appId"]] = int(action["txn"]["version"])
+        elif "metaData" in action:
+            metadata = action["metaData"]
+    return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata)
+
+
+def _num_records(stats: str | None) -> int | None:
+    if not stats:
+        return None
+    value = orjson.loads(stats).get("numRecords")
+    return int(value) if value is not None else None
+
+
+class DeltaLog:
+    """The log of one table. Cheap to create; call `refresh()` to see new commits."""
+
+    def __init__(self, table: str | Path) -> None:
+        self.table = Path(table)
+        self._log_dir = self.table / LOG_DIR
+        self._dt: DeltaTable | None = None
+
+    def exists(self) -> bool:
+        return DeltaTable.is_deltatable(str(self.table))
+
+    @property
+    def delta_table(self) -> DeltaTable:
+        if self._dt is None:
+            try:
+                self._dt = DeltaTable(str(self.table))
+            except _DeltaRsTableNotFound as error:
+                raise TableNotFoundError(
+                    f"no Delta table at `{self.table}`: check the path, or create the table first"
+                ) from error
+        return self._dt
+
+    def refresh(self) -> "DeltaLog":
+        """Load commits made since this object last looked (incrementally, via delta-rs)."""
+        if self._dt is None:
+            _ = self.delta_table
+        else:
+            self._dt.update_incremental()
+        return self
+
+    def table_id(self) -> str:
+        return self.delta_table.metadata().id
+
+    def latest_version(self) -> int:
+        return self.delta_table.version()
+
+    def txn_version(self, app_id: str) -> int | None:
+        return self.delta_table.transaction_version(app_id)
+
+    def earliest_version(self) -> int:
+        """The oldest commit whose JSON is still in the log (log cleanup moves this forward)."""
+        versions = [
+            int(name[:-5])
+            for name in os.listdir(self._log_dir)
+            if name.endswith(".json") and name[:-5].isdigit()
+        ]
+        if not versions:
+            raise TableNotFoundError(f"no Delta commits under `{self._log_dir}`")
+        return min(versions)
+
+    def commit(self, version: int) -> Commit:
+        path = self._log_dir / commit_file_name(version)
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError as error:
+            if version > self.latest_version():
+                raise VersionNotInLogError(
+                    f"version {version} of `{self.table}` does not exist yet "
+                    f"(latest is {self.latest_version()})"
+                ) from error
+            raise VersionNotInLogError(
+                f"version {version} of `{self.table}` is no longer in its Delta log "
+                f"(log cleanup keeps versions >= {self._earliest_or_unknown()}); "
+                "restart the stream from a new checkpoint with a later startingVersion"
+            ) from error
+        return parse_commit(version, text)
+
+    def commits(self, start: int, end: int) -> Iterator[Commit]:
+        """Commits `start..end` inclusive, in order."""
+        for version in range(start, end + 1):
+            yield self.commit(version)
+
+    def _earliest_or_unknown(self) -> str:
+        try:
+            return str(self.earliest_version())
+        except (TableNotFoundError, FileNotFoundError):
+            return "?"

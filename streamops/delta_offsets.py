@@ -1,0 +1,241 @@
+"""Delta streaming source offsets and the files that lie between two of them.
+
+An offset has exactly the fields of Delta's own source offset, so checkpoints written by our
+delta-rs source and by native Delta read the same:
+
+    {"sourceVersion": 1, "reservoirId": <table id>, "reservoirVersion": V, "index": I,
+     "isStartingVersion": B}
+
+(V, I) means "processed through file I of version V"; I = -1 means "nothing of V yet". When
+`isStartingVersion` is true, version V stands for the table snapshot at V (every live file,
+ordered by modification time then path) rather than the commit V. Files of a commit are its
+`add` actions with dataChange=true, in log order. This module is Spark-free: the streaming
+source plans batches with it and checkpoint_tools maps recorded offsets back to files with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from streamops.delta_log import AddFile, DeltaLog
+from streamops.exceptions import StreamopsError
+
+SOURCE_VERSION = 1
+BASE_INDEX = -1
+
+
+class SourceTableChangedError(StreamopsError):
+    """The source table is not the one the checkpoint was reading, or it is not append-only."""
+
+
+@dataclass(frozen=True, order=True)
+class DeltaSourceOffset:
+    reservoir_version: int
+    index: int
+    is_starting_version: bool
+    reservoir_id: str = ""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Field names and order as Delta writes them into offsets/<batch>."""
+        return {
+            "sourceVersion": SOURCE_VERSION,
+            "reservoirId": self.reservoir_id,
+            "reservoirVersion": self.reservoir_version,
+            "index": self.index,
+            "isStartingVersion": self.is_starting_version,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any] | str) -> "DeltaSourceOffset":
+        data = json.loads(value) if isinstance(value, str) else value
+        return cls(
+            reservoir_version=int(data["reservoirVersion"]),
+            index=int(data["index"]),
+            is_starting_version=bool(data.get("isStartingVersion", False)),
+            reservoir_id=str(data.get("reservoirId", "")),
+        )
+
+    @staticmethod
+    def is_delta_offset(value: Any) -> bool:
+        return isinstance(value, Mapping) and "reservoirVersion" in value and "index" in value
+
+    @property
+    def position(self) -> tuple[int, int, int]:
+        """A sort key where a starting snapshot sorts before the commits that follow it."""
+        return (self.reservoir_version, 0 if self.is_starting_version else 1, self.index)
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """One data file as a streaming source sees it: which version, which index within it."""
+
+    version: int
+    index: int
+    is_starting_version: bool
+    file: AddFile
+
+    def offset(self, reservoir_id: str) -> DeltaSourceOffset:
+        return DeltaSourceOffset(self.version, self.index, self.is_starting_version, reservoir_id)
+
+
+class DeltaFileIndex:
+    """Enumerates a table's data files in streaming order, from any offset onwards.
+
+    Commits are cached per version (a commit never changes); the log is refreshed only by
+    `refresh()`, so one planning pass sees one consistent latest version.
+    """
+
+    def __init__(self, log: DeltaLog, skip_change_commits: bool = False, cache_size: int = 512) -> None:
+        self.log = log
+        self.skip_change_commits = skip_change_commits
+        self._commit_files: dict[int, tuple[AddFile, ...]] = {}
+        self._snapshot_files: dict[int, tuple[AddFile, ...]] = {}
+        self._cache_size = cache_size
+
+    def refresh(self) -> int:
+        return self.log.refresh().latest_version()
+
+    def table_id(self) -> str:
+        return self.log.table_id()
+
+    def check_same_table(self, offset: DeltaSourceOffset) -> None:
+        table_id = self.table_id()
+        if offset.reservoir_id and offset.reservoir_id != table_id:
+            raise SourceTableChangedError(
+                f"source table `{self.log.table}` was replaced: the checkpoint read table id "
+                f"{offset.reservoir_id}, the path now holds {table_id}; start a new checkpoint"
+            )
+
+    def commit_files(self, version: int) -> tuple[AddFile, ...]:
+        files = self._commit_files.get(version)
+        if files is None:
+            commit = self.log.commit(version)
+            if commit.data_removes and not self.skip_change_commits:
+                raise SourceTableChangedError(
+                    f"source table `{self.log.table}` deleted or rewrote data at version "
+                    f"{version}; a streaming source must be append-only: set the option "
+                    "skipChangeCommits=true to skip such commits"
+                )
+            files = () if commit.data_removes else commit.data_adds
+            for add in files:
+                if add.has_deletion_vector:
+                    raise SourceTableChangedError(
+                        f"version {version} of `{self.log.table}` uses deletion vectors, which "
+                        "the embedded Delta source cannot read; use the native delta-spark connector"
+                    )
+            if len(self._commit_files) >= self._cache_size:
+                self._commit_files.pop(min(self._commit_files))
+            self._commit_files[version] = files
+        return files
+
+    def snapshot_files(self, version: int) -> tuple[AddFile, ...]:
+        """Live files of the snapshot at `version`, ordered as Delta's starting snapshot is."""
+        files = self._snapshot_files.get(version)
+        if files is None:
+            from deltalake import DeltaTable
+
+            import pyarrow as pa
+
+            actions = DeltaTable(str(self.log.table), version=version).get_add_actions(flatten=True)
+            rows = pa.table(actions).to_pylist()
+            files = tuple(
+                sorted(
+                    (
+                        AddFile(
+                            path=row["path"],
+                            size=int(row.get("size_bytes") or 0),
+                            modification_time=_epoch_ms(row.get("modification_time")),
+                            data_change=True,
+                            num_records=_int_or_none(row.get("num_records")),
+                        )
+                        for row in rows
+                    ),
+                    key=lambda add: (add.modification_time, add.path),
+                )
+            )
+            self._snapshot_files = {version: files}
+        return files
+
+    def files_after(
+        self, start: DeltaSourceOffset, until_version: int
+    ) -> Iterator[IndexedFile]:
+        """Every data file after `start`, through version `until_version`, in streaming order."""
+        version = start.reservoir_version
+        if start.is_starting_version:
+            for index, add in enumerate(self.snapshot_files(version)):
+                if index > start.index:
+                    yield IndexedFile(version, index, True, add)
+            version += 1
+            after_index = BASE_INDEX
+        else:
+            after_index = start.index
+        while version <= until_version:
+            for index, add in enumerate(self.commit_files(version)):
+                if index > after_index:
+                    yield IndexedFile(version, index, False, add)
+            version += 1
+            after_index = BASE_INDEX
+
+    def files_between(
+        self, start: DeltaSourceOffset | None, end: DeltaSourceOffset
+    ) -> list[IndexedFile]:
+        """The files a batch from `start` (exclusive) to `end` (inclusive) read."""
+        if start is None:
+            start = DeltaSourceOffset(end.reservoir_version, BASE_INDEX, end.is_starting_version)
+        until = end.reservoir_version
+        if end.index == BASE_INDEX and not end.is_starting_version:
+            until -= 1
+        files = []
+        for indexed in self.files_after(start, until):
+            if (indexed.version, 0 if indexed.is_starting_version else 1, indexed.index) > end.position:
+                break
+            files.append(indexed)
+        return files
+
+    def admit(
+        self,
+        start: DeltaSourceOffset,
+        until_version: int,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+    ) -> DeltaSourceOffset:
+        """The end offset of the next batch: as many files as the limits admit (at least one).
+
+        Returns `start` unchanged when there is nothing new. When the batch reaches the end of
+        the latest commit, the end is (latest + 1, -1) as Delta's source does, so the next batch
+        starts cleanly at the next commit; a starting snapshot with nothing after it stays put.
+        """
+        reservoir_id = start.reservoir_id or self.table_id()
+        last: IndexedFile | None = None
+        files = 0
+        size = 0
+        exhausted = True
+        for indexed in self.files_after(start, until_version):
+            if last is not None and (
+                (max_files is not None and files >= max_files)
+                or (max_bytes is not None and size >= max_bytes)
+            ):
+                exhausted = False
+                break
+            last = indexed
+            files += 1
+            size += indexed.file.size
+        if last is None:
+            return start
+        if exhausted and not (last.is_starting_version and last.version == until_version):
+            return DeltaSourceOffset(until_version + 1, BASE_INDEX, False, reservoir_id)
+        return last.offset(reservoir_id)
+
+
+def _epoch_ms(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    return int(value.timestamp() * 1000)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,109 @@
+"""Where every table and checkpoint of a lake lives: the one place paths are spelled.
+
+The layout is a user-facing contract (documented in the README), so every package asks this
+module for a path instead of joining strings itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamops.exceptions import StreamopsError
+
+BRONZE_STREAM = "bronze"
+MANAGEMENT_STREAM = "management"
+SILVER_STREAM_PREFIX = "silver_"
+
+EVENT_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+STREAM_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class InvalidNameError(StreamopsError):
+    """A name that would be used as a directory is not safe to use as one."""
+
+
+def is_valid_event_type(name: object) -> bool:
+    """True when `name` can name a silver table directory without escaping the lake."""
+    return isinstance(name, str) and bool(EVENT_TYPE_PATTERN.match(name)) and ".." not in name
+
+
+def silver_stream(group: str) -> str:
+    """The streaming query (and checkpoint, and txn appId) name of one silver event group."""
+    return SILVER_STREAM_PREFIX + group
+
+
+def _checked(name: str, pattern: re.Pattern[str], what: str) -> str:
+    if not isinstance(name, str) or not pattern.match(name) or ".." in name:
+        raise InvalidNameError(
+            f"`{name}` is not a valid {what}: use letters, digits, '_', '.', '-' (max 128, no '..')"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class LakeLayout:
+    """Paths of one lake. `root` is a local directory (the embedded default) or a URI."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, root: str | Path) -> "LakeLayout":
+        return cls(Path(root).expanduser().resolve())
+
+    @property
+    def bronze_events(self) -> Path:
+        return self.root / "bronze" / "events"
+
+    @property
+    def bronze_quarantine(self) -> Path:
+        return self.root / "bronze" / "quarantine"
+
+    @property
+    def silver_root(self) -> Path:
+        return self.root / "silver"
+
+    def silver(self, event_type: str) -> Path:
+        return self.silver_root / _checked(event_type, EVENT_TYPE_PATTERN, "event type")
+
+    @property
+    def system_root(self) -> Path:
+        return self.root / "_system"
+
+    @property
+    def schema_registry(self) -> Path:
+        return self.system_root / "schema_registry"
+
+    @property
+    def schema_alerts(self) -> Path:
+        return self.system_root / "schema_alerts"
+
+    @property
+    def event_groups(self) -> Path:
+        return self.system_root / "event_groups"
+
+    @property
+    def query_progress(self) -> Path:
+        return self.system_root / "query_progress"
+
+    @property
+    def checkpoints_root(self) -> Path:
+        return self.root / "_checkpoints"
+
+    def checkpoint(self, stream: str) -> Path:
+        return self.checkpoints_root / _checked(stream, STREAM_NAME_PATTERN, "stream name")
+
+    def checkpoint_dirs(self) -> list[Path]:
+        """Every checkpoint directory present, sorted by stream name."""
+        if not self.checkpoints_root.is_dir():
+            return []
+        return sorted(p for p in self.checkpoints_root.iterdir() if p.is_dir())
+
+    def stream_source_table(self, stream: str) -> Path | None:
+        """The Delta table a pipeline stream reads, or None for the file-sourced bronze stream."""
+        if stream.startswith(SILVER_STREAM_PREFIX):
+            return self.bronze_events
+        if stream == MANAGEMENT_STREAM:
+            return self.schema_registry
+        return None
