@@ -1,0 +1,50 @@
+"""How far a Delta-sourced stream is behind its source, in the four dimensions users watch:
+versions, files, bytes and seconds (age of the oldest commit it has not processed).
+
+Spark-free: the monitor computes it for live metrics and checkpoint_tools for diagnosis, both
+from a recorded end offset and the source table's log.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
+
+
+@dataclass(frozen=True)
+class Backlog:
+    versions: int
+    files: int
+    bytes: int
+    seconds: float
+    oldest_pending_version: int | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.files == 0
+
+
+NO_BACKLOG = Backlog(0, 0, 0, 0.0, None)
+
+
+def delta_backlog(
+    index: DeltaFileIndex, processed: DeltaSourceOffset, now: float | None = None
+) -> Backlog:
+    """Backlog after `processed` (a batch's end offset) up to the table's latest version."""
+    latest = index.refresh()
+    pending = list(index.files_after(processed, latest))
+    if not pending:
+        return NO_BACKLOG
+    oldest = pending[0].version
+    committed_ms = index.log.commit(oldest).timestamp_ms
+    current = time.time() if now is None else now
+    age = max(0.0, current - committed_ms / 1000.0) if committed_ms else 0.0
+    return Backlog(
+        versions=latest - oldest + 1,
+        files=len(pending),
+        bytes=sum(item.file.size for item in pending),
+        seconds=age,
+        oldest_pending_version=oldest,
+    )
