@@ -30,6 +30,7 @@ class AddFile:
     data_change: bool
     num_records: int | None
     has_deletion_vector: bool = False
+    partition_values: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
                     data_change=bool(add.get("dataChange", True)),
                     num_records=_num_records(add.get("stats")),
                     has_deletion_vector=bool(add.get("deletionVector")),
+                    partition_values=tuple(sorted((add.get("partitionValues") or {}).items())),
                 )
             )
         elif "remove" in action:

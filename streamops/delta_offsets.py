@@ -149,6 +149,7 @@ class DeltaFileIndex:
                             modification_time=_epoch_ms(row.get("modification_time")),
                             data_change=True,
                             num_records=_int_or_none(row.get("num_records")),
+                            partition_values=_partition_values(row),
                         )
                         for row in rows
                     ),
@@ -227,6 +228,13 @@ class DeltaFileIndex:
         if exhausted and not (last.is_starting_version and last.version == until_version):
             return DeltaSourceOffset(until_version + 1, BASE_INDEX, False, reservoir_id)
         return last.offset(reservoir_id)
+
+
+def _partition_values(row: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    prefix = "partition."
+    return tuple(
+        sorted((key[len(prefix):], None if v is None else str(v)) for key, v in row.items() if key.startswith(prefix))
+    )
 
 
 def _epoch_ms(value: Any) -> int:

@@ -36,12 +36,16 @@ DEFAULT_MAX_FILES = 1000
 TARGET_PARTITION_BYTES = 64 * 1024 * 1024
 
 
-class DeltaFilesPartition(InputPartition):
-    """The parquet files one Spark task reads: absolute paths, in streaming order."""
+DataFile = tuple[str, tuple[tuple[str, str | None], ...]]
+"""A file to read: absolute path and its partition values (which Delta keeps in the log)."""
 
-    def __init__(self, paths: list[str]) -> None:
-        super().__init__(paths)
-        self.paths = paths
+
+class DeltaFilesPartition(InputPartition):
+    """The parquet files one Spark task reads, in streaming order."""
+
+    def __init__(self, files: list[DataFile]) -> None:
+        super().__init__(files)
+        self.files = files
 
 
 def table_arrow_schema(path: str) -> pa.Schema:
@@ -143,19 +147,19 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         self.index.check_same_table(finish)
         files = self.index.files_between(begin, finish)
-        groups: list[list[str]] = []
+        groups: list[list[DataFile]] = []
         group_bytes = 0
         for indexed in files:
             if not groups or group_bytes >= TARGET_PARTITION_BYTES:
                 groups.append([])
                 group_bytes = 0
-            groups[-1].append(_absolute(self.path, indexed.file.path))
+            groups[-1].append((_absolute(self.path, indexed.file.path), indexed.file.partition_values))
             group_bytes += indexed.file.size
-        return [DeltaFilesPartition(paths) for paths in groups]
+        return [DeltaFilesPartition(group) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = to_arrow_schema(self.schema)
-        for path in partition.paths:  # type: ignore[attr-defined]
+        for path, partition_values in partition.files:  # type: ignore[attr-defined]
             try:
                 table = pq.read_table(path)
             except FileNotFoundError as error:
@@ -163,17 +167,21 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"data file `{path}` of `{self.path}` is gone (VACUUM removed it before this "
                     "stream read it); restart from a new checkpoint or a later startingVersion"
                 ) from error
-            yield from conform(table, target).to_batches()
+            yield from conform(table, target, dict(partition_values)).to_batches()
 
     def commit(self, end: dict) -> None:
         """Nothing to release: offsets are derived from the immutable Delta log."""
 
 
-def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
-    """Shape a file written under an older (narrower) table schema to the stream's schema."""
+def conform(table: pa.Table, target: pa.Schema, partition_values: dict[str, str | None]) -> pa.Table:
+    """Shape one data file to the stream's schema: partition columns come from the log, and
+    columns a file written under an older (narrower) schema lacks are null."""
     columns = []
     for field in target:
-        if field.name in table.column_names:
+        if field.name in partition_values:
+            value = pa.array([partition_values[field.name]] * table.num_rows, pa.string())
+            columns.append(value.cast(field.type))
+        elif field.name in table.column_names:
             column = table.column(field.name)
             columns.append(column if column.type == field.type else column.cast(field.type))
         else:

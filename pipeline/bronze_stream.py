@@ -1,0 +1,190 @@
+"""The bronze stream: landing NDJSON files -> bronze/events, bronze/quarantine, schema registry.
+
+Each micro-batch is classified in Spark's Python workers, collected once as Arrow, then
+committed in a fixed order: schema registry first (so no bronze row's schema is ever
+unknown downstream), then quarantine, then bronze. Every commit is txn-idempotent for
+(appId "bronze", batch id): a batch replayed after a crash at any point between those
+commits writes only what is missing. Invariant: bronze rows + quarantine rows = input lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from pipeline.batch_context import batch_commit_info
+from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from pipeline.delta_connector.batch_writer import create_table
+from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA
+from pipeline.schema_registry import NewVariation, SchemaRegistry
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pipeline.delta_connector.connector import DeltaConnector
+    from pipeline.pipeline_events import PipelineEvents
+
+
+@dataclass(frozen=True)
+class BronzeSettings:
+    landing: Path
+    trigger_seconds: float = 5.0
+    max_files_per_trigger: int = 100
+    limits: RecordLimits = RecordLimits()
+    available_now: bool = False
+
+
+@dataclass(frozen=True)
+class BronzeBatchResult:
+    batch_id: int
+    bronze_rows: int
+    quarantined: dict[str, int]
+    new_variations: int
+
+
+class BronzeBatchWriter:
+    """The foreachBatch function of the bronze stream."""
+
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: "DeltaConnector",
+        registry: SchemaRegistry,
+        events: "PipelineEvents",
+        after_batch: Callable[[BronzeBatchResult], None] | None = None,
+    ) -> None:
+        self.lake = lake
+        self.connector = connector
+        self.registry = registry
+        self.events = events
+        self.after_batch = after_batch
+
+    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+        spark = df.sparkSession
+        commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
+        table = df.toArrow()
+        ingest_time = datetime.now(timezone.utc)
+        is_good = pc.is_null(table.column("quarantine_reason"))
+        good = table.filter(is_good)
+        bad = table.filter(pc.invert(is_good))
+        new = self._new_variations(good)
+        new_entries = self.registry.register(
+            spark, self.connector, new, DeltaTable(str(self.lake.bronze_events)).version() + 1, commit
+        )
+        self.connector.write_batch(self.lake.bronze_quarantine, _quarantine_rows(bad, batch_id, ingest_time), commit)
+        self.connector.write_batch(self.lake.bronze_events, _bronze_rows(good, batch_id, ingest_time), commit)
+        result = BronzeBatchResult(
+            batch_id=batch_id,
+            bronze_rows=good.num_rows,
+            quarantined=_counts(bad.column("quarantine_reason")),
+            new_variations=len(new_entries),
+        )
+        self.events.bronze_committed(result, _max_time(good.column("event_time")))
+        if self.after_batch:
+            self.after_batch(result)
+
+    def _new_variations(self, good: pa.Table) -> list[NewVariation]:
+        if good.num_rows == 0:
+            return []
+        indexed = good.select(["event_type", "schema_hash"]).append_column(
+            "row", pa.array(range(good.num_rows), pa.int64())
+        )
+        firsts = indexed.group_by(["event_type", "schema_hash"], use_threads=False).aggregate([("row", "min")])
+        payloads = good.column("payload")
+        return [
+            NewVariation(event_type, variation_hash, payloads[row].as_py().decode("utf-8"))
+            for event_type, variation_hash, row in zip(
+                firsts.column("event_type").to_pylist(),
+                firsts.column("schema_hash").to_pylist(),
+                firsts.column("row_min").to_pylist(),
+            )
+            if not self.registry.is_known(event_type, variation_hash)
+        ]
+
+
+def _bronze_rows(good: pa.Table, batch_id: int, ingest_time: datetime) -> pa.Table:
+    rows = good.num_rows
+    return pa.Table.from_arrays(
+        [
+            good.column("event_type"),
+            good.column("event_id"),
+            good.column("event_time"),
+            good.column("schema_hash"),
+            good.column("payload").cast(pa.string()),
+            pa.array([ingest_time] * rows, BRONZE_SCHEMA.field("ingest_time").type),
+            good.column("source_file"),
+            pa.array([batch_id] * rows, pa.int64()),
+        ],
+        schema=BRONZE_SCHEMA,
+    )
+
+
+def _quarantine_rows(bad: pa.Table, batch_id: int, ingest_time: datetime) -> pa.Table:
+    rows = bad.num_rows
+    raw = bad.column("payload").to_pylist()
+    return pa.Table.from_arrays(
+        [
+            pa.array([BRONZE_STREAM] * rows, pa.string()),
+            pa.array([batch_id] * rows, pa.int64()),
+            bad.column("quarantine_reason"),
+            bad.column("quarantine_detail"),
+            bad.column("event_type"),
+            bad.column("schema_hash"),
+            pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string()),
+            bad.column("payload"),
+            bad.column("source_file"),
+            pa.array([ingest_time] * rows, QUARANTINE_SCHEMA.field("ingest_time").type),
+        ],
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def _counts(column: pa.ChunkedArray) -> dict[str, int]:
+    if len(column) == 0:
+        return {}
+    counted = pc.value_counts(column.combine_chunks())
+    return {item["values"]: item["counts"] for item in counted.to_pylist()}
+
+
+def _max_time(column: pa.ChunkedArray) -> float | None:
+    value = pc.max(column).as_py() if len(column) else None
+    return value.timestamp() if value is not None else None
+
+
+def create_bronze_tables(lake: LakeLayout) -> None:
+    create_table(lake.bronze_events, BRONZE_SCHEMA)
+    create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
+
+
+def start_bronze(
+    spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
+) -> "StreamingQuery":
+    from pyspark.sql import functions as F
+
+    settings.landing.mkdir(parents=True, exist_ok=True)
+    create_bronze_tables(lake)
+    classified = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
+        .load(str(settings.landing))
+        .select(F.col("value").cast("binary").alias("value"), F.col("_metadata.file_path").alias("source_file"))
+        .mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
+        .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
+        .drop("event_time_text")
+    )
+    stream = classified.writeStream.queryName(BRONZE_STREAM).foreachBatch(writer).option(
+        "checkpointLocation", str(lake.checkpoint(BRONZE_STREAM))
+    )
+    if settings.available_now:
+        stream = stream.trigger(availableNow=True)
+    else:
+        stream = stream.trigger(processingTime=f"{settings.trigger_seconds} seconds")
+    return stream.start()

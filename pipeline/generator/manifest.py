@@ -1,0 +1,97 @@
+"""The ground truth of a run: what the lake must hold once the pipeline has read every file.
+
+It lists only what was actually written: a planned drift whose type emitted no event after
+the change point is not in it, so every count and variation here can be checked in the lake.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.generator.attribute_schema import paths
+from pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF
+from pipeline.generator.drift_plan import DRIFT_KINDS
+from pipeline.generator.event_stream import HEADER_PATHS, EventStream, TypeTally
+from pipeline.generator.settings import GeneratorSettings
+
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    name: str
+    lines: int
+    bytes: int
+    first_ordinal: int
+
+
+def build_manifest(settings: GeneratorSettings, stream: EventStream, files: list[WrittenFile]) -> dict[str, Any]:
+    event_types = {t.spec.name: _type_entry(t) for t in stream.types if t.first_file is not None}
+    drift: dict[str, list[str]] = {kind: [] for kind in DRIFT_KINDS}
+    for name, entry in sorted(event_types.items()):
+        for kind in entry["drift"]:
+            drift[kind].append(name)
+    bad = {kind: stream.bad_counts.get(kind, 0) for kind in BAD_KINDS}
+    expected_quarantine: dict[str, int] = {}
+    for kind, count in bad.items():
+        reason = QUARANTINE_REASON_OF[kind]
+        expected_quarantine[reason] = expected_quarantine.get(reason, 0) + count
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "seed": settings.seed,
+        "parameters": {
+            "events": settings.events,
+            "event_types": settings.event_types,
+            "titles": settings.titles,
+            "drift": settings.drift,
+            "bad": settings.bad,
+            "rate": settings.rate,
+            "events_per_file": settings.lines_per_file,
+            "start_time": settings.start_time.isoformat(),
+            "time_span_seconds": settings.time_span_seconds,
+        },
+        "lines_total": sum(f.lines for f in files),
+        "events_total": sum(entry["events"] for entry in event_types.values()),
+        "bad_total": sum(bad.values()),
+        "incompatible_rows_total": sum(entry["incompatible_rows"] for entry in event_types.values()),
+        "files": [
+            {"name": f.name, "lines": f.lines, "bytes": f.bytes, "first_ordinal": f.first_ordinal}
+            for f in files
+        ],
+        "event_types": event_types,
+        "drift": drift,
+        "bad": bad,
+        "expected_quarantine": expected_quarantine,
+    }
+
+
+def _type_entry(tally: TypeTally) -> dict[str, Any]:
+    emitted = [s for s in tally.stages if s.events]
+    variations = []
+    for stage_tally in emitted:
+        stage, step = stage_tally.stage, stage_tally.stage.step
+        variations.append(
+            {
+                "stage": stage.name,
+                "first_event_ordinal": stage_tally.first_ordinal,
+                "events": stage_tally.events,
+                "paths": sorted([*HEADER_PATHS, *paths(stage.schema)]),
+                "change": None if step is None else {
+                    "kind": step.kind, "path": step.path, "at_ordinal": step.at_ordinal
+                },
+            }
+        )
+    return {
+        "events": sum(s.events for s in emitted),
+        "first_file": tally.first_file,
+        "variations": variations,
+        "incompatible_rows": sum(s.events for s in emitted if s.stage.name == "incompatible_type"),
+        "drift": [v["change"]["kind"] for v in variations if v["change"] is not None],
+    }
+
+
+def manifest_json(manifest: dict[str, Any]) -> str:
+    """The one serialisation used for `_manifest.json` and for `--json` (identical bytes)."""
+    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,52 @@
+"""One generator run: lines from the event stream into landing files, then the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pipeline.generator.event_stream import EventStream
+from pipeline.generator.landing_writer import (
+    MANIFEST_NAME,
+    Pacer,
+    data_file_name,
+    prepare_landing_dir,
+    write_atomically,
+    write_data_file,
+)
+from pipeline.generator.manifest import WrittenFile, build_manifest, manifest_json
+from pipeline.generator.settings import GeneratorSettings
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reported after each file: enough to print a progress line and spot a falling-behind run."""
+
+    file: WrittenFile
+    lines_done: int
+    lines_total: int
+    elapsed_seconds: float
+    behind_seconds: float
+
+
+def generate(
+    settings: GeneratorSettings, on_file: Callable[[Progress], None] | None = None
+) -> dict[str, Any]:
+    """Write the run's files under `settings.out` and return its manifest (also `_manifest.json`)."""
+    prepare_landing_dir(settings.out)
+    stream = EventStream(settings)
+    pacer = Pacer(settings.rate)
+    files: list[WrittenFile] = []
+    done = 0
+    while done < settings.events:
+        name = data_file_name(len(files) + 1)
+        lines = stream.lines(settings.lines_per_file, name)
+        size = write_data_file(settings.out / name, lines)
+        files.append(WrittenFile(name, len(lines), size, done))
+        done += len(lines)
+        behind = pacer.wait_for(done)
+        if on_file is not None:
+            on_file(Progress(files[-1], done, settings.events, pacer.elapsed(), behind))
+    manifest = build_manifest(settings, stream, files)
+    write_atomically(settings.out / MANIFEST_NAME, manifest_json(manifest).encode())
+    return manifest

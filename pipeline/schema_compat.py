@@ -1,0 +1,135 @@
+"""Compatibility decisions between two Spark schemas, as pure functions over their JSON form.
+
+Data in, data out (as dlt's schema evolution): `evolve(old, new)` returns the schema a table
+should take and every change, classified; it never raises and never touches a table. The
+registry uses it to name a change, silver uses it to decide what to evolve and what to
+quarantine.
+
+- added: a field (top level or nested) that the old schema lacks -> evolve
+- widened: int -> long, int/long -> double, float -> double, a struct gaining fields -> evolve
+- incompatible: any other type change (number -> string, struct -> scalar, ...) -> keep the
+  old type; the rows that carry the new type are quarantined (or the group fails, by policy)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
+
+_WIDENINGS: dict[str, frozenset[str]] = {
+    "byte": frozenset({"short", "integer", "long", "double"}),
+    "short": frozenset({"integer", "long", "double"}),
+    "integer": frozenset({"long", "double"}),
+    "long": frozenset({"double"}),
+    "float": frozenset({"double"}),
+    "void": frozenset({"byte", "short", "integer", "long", "float", "double", "string", "boolean"}),
+}
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str
+    old_type: str | None
+    new_type: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "old_type": self.old_type, "new_type": self.new_type}
+
+
+@dataclass(frozen=True)
+class SchemaEvolution:
+    """The schema to use and why. `schema` is Spark StructType JSON (a dict)."""
+
+    schema: dict[str, Any]
+    added: tuple[FieldChange, ...] = ()
+    widened: tuple[FieldChange, ...] = ()
+    incompatible: tuple[FieldChange, ...] = ()
+    is_new: bool = False
+
+    @property
+    def kind(self) -> ChangeKind:
+        if self.is_new:
+            return "new_event_type"
+        if self.incompatible:
+            return "incompatible"
+        if self.widened:
+            return "widened"
+        if self.added:
+            return "added_fields"
+        return "unchanged"
+
+    @property
+    def changes(self) -> tuple[FieldChange, ...]:
+        return self.added + self.widened + self.incompatible
+
+
+@dataclass
+class _Changes:
+    added: list[FieldChange] = field(default_factory=list)
+    widened: list[FieldChange] = field(default_factory=list)
+    incompatible: list[FieldChange] = field(default_factory=list)
+
+
+def type_name(data_type: Any) -> str:
+    """A short readable name: long, string, struct, array<long>."""
+    if isinstance(data_type, str):
+        return data_type
+    if data_type.get("type") == "array":
+        return f"array<{type_name(data_type['elementType'])}>"
+    if data_type.get("type") == "map":
+        return f"map<{type_name(data_type['keyType'])},{type_name(data_type['valueType'])}>"
+    return str(data_type.get("type"))
+
+
+def evolve(old: dict[str, Any] | str | None, new: dict[str, Any] | str) -> SchemaEvolution:
+    """Merge `new` into `old` under the compatibility policy."""
+    new_schema = _as_dict(new)
+    if old is None:
+        return SchemaEvolution(schema=new_schema, is_new=True)
+    changes = _Changes()
+    merged = _merge_struct(_as_dict(old), new_schema, "", changes)
+    return SchemaEvolution(
+        schema=merged,
+        added=tuple(changes.added),
+        widened=tuple(changes.widened),
+        incompatible=tuple(changes.incompatible),
+    )
+
+
+def _as_dict(schema: dict[str, Any] | str) -> dict[str, Any]:
+    return json.loads(schema) if isinstance(schema, str) else schema
+
+
+def _merge_struct(old: dict[str, Any], new: dict[str, Any], prefix: str, changes: _Changes) -> dict[str, Any]:
+    fields = [dict(f) for f in old["fields"]]
+    by_name = {f["name"]: i for i, f in enumerate(fields)}
+    for new_field in new["fields"]:
+        path = prefix + new_field["name"]
+        position = by_name.get(new_field["name"])
+        if position is None:
+            fields.append(dict(new_field, nullable=True))
+            changes.added.append(FieldChange(path, None, type_name(new_field["type"])))
+            continue
+        fields[position]["type"] = _merge_type(fields[position]["type"], new_field["type"], path, changes)
+    return {"type": "struct", "fields": fields}
+
+
+def _merge_type(old: Any, new: Any, path: str, changes: _Changes) -> Any:
+    if old == new:
+        return old
+    if isinstance(old, dict) and isinstance(new, dict) and old.get("type") == new.get("type"):
+        if old["type"] == "struct":
+            return _merge_struct(old, new, path + ".", changes)
+        if old["type"] == "array":
+            element = _merge_type(old["elementType"], new["elementType"], path + "[]", changes)
+            return dict(old, elementType=element, containsNull=True)
+    if isinstance(old, str) and isinstance(new, str) and new in _WIDENINGS.get(old, frozenset()):
+        changes.widened.append(FieldChange(path, old, new))
+        return new
+    if new == "void" or (isinstance(new, str) and new in _WIDENINGS and old in _WIDENINGS[new]):
+        return old
+    changes.incompatible.append(FieldChange(path, type_name(old), type_name(new)))
+    return old

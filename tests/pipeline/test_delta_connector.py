@@ -1,0 +1,208 @@
+"""The embedded Delta connector on real Spark and real Delta tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.errors import StreamingQueryException
+
+from pipeline.delta_connector.batch_writer import write_batch
+from streamops import commit_metadata
+from streamops.commit_metadata import BatchCommitInfo
+
+
+def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
+    """One commit holding `files` data files (one per partition value)."""
+    ids = list(range(start, start + files * rows_per_file))
+    write_deltalake(
+        str(table),
+        pa.table({"id": ids, "part": [str((i - start) // rows_per_file) for i in ids]}),
+        mode="append",
+        partition_by=["part"],
+    )
+
+
+def run_stream(spark, table: Path, checkpoint: Path, **options) -> list[tuple[int, list[int], dict]]:
+    """Drain the table with Trigger.AvailableNow; returns (batch id, ids, end offset) per batch."""
+    batches: list[tuple[int, list[int]]] = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, sorted(r.id for r in df.select("id").collect())))
+
+    reader = spark.readStream.format("streamops_delta").option("path", str(table))
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+    finally:
+        query.stop()
+    ends = {
+        int(name): json.loads(Path(checkpoint, "offsets", name).read_text().split("\n")[2])
+        for name in os.listdir(Path(checkpoint, "offsets"))
+        if name.isdigit()
+    }
+    return [(batch_id, ids, ends[batch_id]) for batch_id, ids in batches]
+
+
+def test_seed_talk_walkthrough_max_files_five(spark, tmp_path):
+    """8 files in version 0, maxFilesPerTrigger 5: batch 0 reads files 0-4, batch 1 files 5-7."""
+    table = tmp_path / "keyval"
+    add_version(table, 0, files=8)
+    batches = run_stream(spark, table, tmp_path / "ck", maxFilesPerTrigger=5)
+    assert [len(ids) for _, ids, _ in batches] == [15, 9]
+    first, second = batches[0][2], batches[1][2]
+    assert first == {
+        "sourceVersion": 1,
+        "reservoirId": DeltaTable(str(table)).metadata().id,
+        "reservoirVersion": 0,
+        "index": 4,
+        "isStartingVersion": True,
+    }
+    assert (second["reservoirVersion"], second["index"], second["isStartingVersion"]) == (0, 7, True)
+    assert sorted(i for _, ids, _ in batches for i in ids) == list(range(24))
+
+    add_version(table, 24, files=8)
+    more = run_stream(spark, table, tmp_path / "ck", maxFilesPerTrigger=5)
+    assert [len(ids) for _, ids, _ in more] == [15, 9]
+    assert (more[0][2]["reservoirVersion"], more[0][2]["index"], more[0][2]["isStartingVersion"]) == (1, 4, False)
+    assert (more[1][2]["reservoirVersion"], more[1][2]["index"]) == (2, -1), "caught up: next version, index -1"
+    assert sorted(i for _, ids, _ in more for i in ids) == list(range(24, 48))
+
+
+def ids_of_add_action(table: Path, version: int, index: int) -> list[int]:
+    """Oracle independent of the source: the ids in the index-th data-change add of a commit."""
+    actions = [json.loads(line) for line in (table / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+    adds = [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
+    return sorted(pq.read_table(table / unquote(adds[index]["path"])).column("id").to_pylist())
+
+
+def test_each_batch_reads_exactly_the_rows_of_the_add_actions_it_covers(spark, tmp_path):
+    table = tmp_path / "t"
+    add_version(table, 0, files=1)
+    write_deltalake(str(table), pa.table({"id": [100], "part": ["x"]}), mode="append")
+    add_version(table, 200, files=2)
+    batches = run_stream(spark, table, tmp_path / "ck", startingVersion=0, maxFilesPerTrigger=1)
+    by_version = [(end["reservoirVersion"], end["index"]) for _, _, end in batches]
+    assert by_version == [(0, 0), (1, 0), (2, 0), (3, -1)]
+    expected = [ids_of_add_action(table, 0, 0), ids_of_add_action(table, 1, 0), ids_of_add_action(table, 2, 0),
+                ids_of_add_action(table, 2, 1)]
+    assert [ids for _, ids, _ in batches] == expected
+    assert sorted(i for ids in expected for i in ids) == [0, 1, 2, 100, 200, 201, 202, 203, 204, 205]
+
+
+def test_max_bytes_per_trigger_admits_at_least_one_file(spark, tmp_path):
+    table = tmp_path / "t"
+    add_version(table, 0, files=3)
+    batches = run_stream(spark, table, tmp_path / "ck", maxBytesPerTrigger=1)
+    assert [len(ids) for _, ids, _ in batches] == [3, 3, 3]
+
+
+def test_starting_version_latest_reads_only_new_commits(spark, tmp_path):
+    table = tmp_path / "t"
+    add_version(table, 0, files=1)
+    first_run = run_stream(spark, table, tmp_path / "ck", startingVersion="latest")
+    assert [ids for _, ids, _ in first_run] in ([], [[]]), "a fresh checkpoint may plan one empty batch"
+    add_version(table, 10, files=1)
+    batches = run_stream(spark, table, tmp_path / "ck", startingVersion="latest")
+    assert [ids for _, ids, _ in batches] == [[10, 11, 12]]
+
+
+def test_schema_evolution_in_source_fills_missing_columns(spark, tmp_path):
+    table = tmp_path / "t"
+    write_deltalake(str(table), pa.table({"id": [1]}), mode="append")
+    write_deltalake(str(table), pa.table({"id": [2], "extra": ["x"]}), mode="append", schema_mode="merge")
+    rows = []
+    query = (
+        spark.readStream.format("streamops_delta").option("path", str(table)).load()
+        .writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
+    )
+    query.awaitTermination(60)
+    assert sorted((r.id, r.extra) for r in rows) == [(1, None), (2, "x")]
+
+
+def test_missing_table_is_a_clear_error(spark, tmp_path):
+    with pytest.raises(Exception, match="no Delta table at"):
+        spark.readStream.format("streamops_delta").option("path", str(tmp_path / "nope")).load()
+
+
+def test_replaced_table_fails_the_stream_with_the_reason(spark, tmp_path):
+    table = tmp_path / "t"
+    add_version(table, 0, files=1)
+    run_stream(spark, table, tmp_path / "ck")
+    for entry in table.iterdir():
+        if entry.is_dir():
+            for f in entry.iterdir():
+                f.unlink()
+            entry.rmdir()
+        else:
+            entry.unlink()
+    add_version(table, 50, files=1)
+    with pytest.raises(StreamingQueryException, match="was replaced"):
+        run_stream(spark, table, tmp_path / "ck")
+
+
+def test_version_removed_by_log_cleanup_fails_with_the_fix(spark, tmp_path):
+    """The stream stopped after version 0; log cleanup then removed versions it still needs."""
+    table = tmp_path / "t"
+    add_version(table, 0, files=1)
+    run_stream(spark, table, tmp_path / "ck", startingVersion=0)
+    for start in (10, 20, 30):
+        add_version(table, start, files=1)
+    DeltaTable(str(table)).create_checkpoint()
+    for version in (0, 1, 2):
+        (table / "_delta_log" / f"{version:020d}.json").unlink()
+    with pytest.raises(StreamingQueryException, match="no longer in its Delta log"):
+        run_stream(spark, table, tmp_path / "ck", startingVersion=0)
+
+
+def test_writer_commits_once_per_batch_with_txn_and_metadata(tmp_path):
+    table = tmp_path / "sink"
+    info = BatchCommitInfo("silver_g1", 0, "query-1", '{"a":1}', '{"a":2}')
+    first = write_batch(table, pa.table({"id": [1, 2]}), info)
+    again = write_batch(table, pa.table({"id": [1, 2]}), info)
+    assert (first.status, again.status) == ("written", "skipped")
+    dt = DeltaTable(str(table))
+    assert dt.to_pyarrow_table().num_rows == 2
+    assert dt.transaction_version("silver_g1") == 0
+    commit = dt.history(1)[0]
+    assert commit[commit_metadata.STREAM] == "silver_g1"
+    assert commit[commit_metadata.BATCH_ID] == 0
+    assert commit[commit_metadata.SOURCE_END] == '{"a":2}'
+    assert commit["operationParameters"]["epochId"] == "0"
+    assert BatchCommitInfo.from_commit_info(commit) == info
+
+
+def test_writer_skips_older_batches_and_empty_batches(tmp_path):
+    table = tmp_path / "sink"
+    write_batch(table, pa.table({"id": [1]}), BatchCommitInfo("s", 5))
+    assert write_batch(table, pa.table({"id": [9]}), BatchCommitInfo("s", 3)).status == "skipped"
+    assert write_batch(table, pa.table({"id": pa.array([], pa.int64())}), BatchCommitInfo("s", 6)).status == "empty"
+    assert write_batch(table, pa.table({"id": [2]}), BatchCommitInfo("other", 0)).status == "written"
+    assert sorted(DeltaTable(str(table)).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+
+
+def test_schema_merge_keeps_the_table_id(tmp_path):
+    """A delta-rs regression once changed the table id on merge, which breaks Spark streams."""
+    table = tmp_path / "sink"
+    write_batch(table, pa.table({"id": [1]}), BatchCommitInfo("s", 0))
+    table_id = DeltaTable(str(table)).metadata().id
+    write_batch(table, pa.table({"id": [2], "new": ["x"]}), BatchCommitInfo("s", 1))
+    write_batch(table, pa.table({"id": [3], "nested": pa.array([{"a": 1}])}), BatchCommitInfo("s", 2))
+    dt = DeltaTable(str(table))
+    assert dt.metadata().id == table_id
+    assert [f.name for f in dt.schema().fields] == ["id", "new", "nested"]
