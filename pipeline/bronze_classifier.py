@@ -25,7 +25,8 @@ from streamops.lake_layout import is_valid_event_type
 
 CLASSIFIED_SCHEMA = (
     "event_type string, event_id string, event_time_text string, schema_hash string, "
-    "payload binary, source_file string, quarantine_reason string, quarantine_detail string"
+    "payload binary, source_file string, source_mtime timestamp, quarantine_reason string, "
+    "quarantine_detail string"
 )
 CLASSIFIED_FIELDS = [
     ("event_type", pa.string()),
@@ -34,6 +35,7 @@ CLASSIFIED_FIELDS = [
     ("schema_hash", pa.string()),
     ("payload", pa.binary()),
     ("source_file", pa.string()),
+    ("source_mtime", pa.timestamp("us", tz="UTC")),
     ("quarantine_reason", pa.string()),
     ("quarantine_detail", pa.string()),
 ]
@@ -58,9 +60,9 @@ class BatchClassifier:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield self.classify(batch.column(0).to_pylist(), batch.column(1))
+            yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2))
 
-    def classify(self, lines: list[bytes | None], source_files: pa.Array) -> pa.RecordBatch:
+    def classify(self, lines: list[bytes | None], source_files: pa.Array, source_mtimes: pa.Array) -> pa.RecordBatch:
         size = len(lines)
         event_types: list[str | None] = [None] * size
         event_ids: list[str | None] = [None] * size
@@ -120,6 +122,7 @@ class BatchClassifier:
                 pa.array(hashes, pa.string()),
                 pa.array(lines, pa.binary()),
                 source_files,
+                source_mtimes.cast(_ARROW_SCHEMA.field("source_mtime").type),
                 pa.array(reasons, pa.string()),
                 pa.array(details, pa.string()),
             ],

@@ -92,19 +92,29 @@ class BronzeBatchWriter:
             self.after_batch(result)
 
     def _new_variations(self, good: pa.Table) -> list[NewVariation]:
+        """Unknown variations, each with its first message, in arrival order.
+
+        Spark packs a batch's files into partitions by size, so collected row order is not
+        arrival order; arrival is (file modification time, file path, line within the file).
+        """
         if good.num_rows == 0:
             return []
-        indexed = good.select(["event_type", "schema_hash"]).append_column(
+        arrival = good.select(["event_type", "schema_hash", "source_mtime", "source_file"]).append_column(
             "row", pa.array(range(good.num_rows), pa.int64())
         )
-        firsts = indexed.group_by(["event_type", "schema_hash"], use_threads=False).aggregate([("row", "min")])
+        arrival = arrival.sort_by([("source_mtime", "ascending"), ("source_file", "ascending"), ("row", "ascending")])
+        arrival = arrival.append_column("rank", pa.array(range(arrival.num_rows), pa.int64()))
+        keys = (
+            arrival.group_by(["event_type", "schema_hash"], use_threads=False)
+            .aggregate([("rank", "min")])
+            .sort_by("rank_min")
+        )
+        rows = arrival.column("row").take(keys.column("rank_min"))
         payloads = good.column("payload")
         return [
             NewVariation(event_type, variation_hash, payloads[row].as_py().decode("utf-8"))
             for event_type, variation_hash, row in zip(
-                firsts.column("event_type").to_pylist(),
-                firsts.column("schema_hash").to_pylist(),
-                firsts.column("row_min").to_pylist(),
+                keys.column("event_type").to_pylist(), keys.column("schema_hash").to_pylist(), rows.to_pylist()
             )
             if not self.registry.is_known(event_type, variation_hash)
         ]
@@ -175,7 +185,11 @@ def start_bronze(
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
         .load(str(settings.landing))
-        .select(F.col("value").cast("binary").alias("value"), F.col("_metadata.file_path").alias("source_file"))
+        .select(
+            F.col("value").cast("binary").alias("value"),
+            F.col("_metadata.file_path").alias("source_file"),
+            F.col("_metadata.file_modification_time").alias("source_mtime"),
+        )
         .mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")

@@ -1,9 +1,18 @@
 """The schema registry: one row per (event type, schema variation), kept in a Delta table.
 
 Each row holds the variation's hash and paths, its prototype (the first message seen with it),
-the superset schema of the event type at that schema version, and what kind of change the
-variation brought. The bronze stream registers new variations inside its micro-batch, before
-the batch's bronze commit, so a silver stream never reads an event whose schema is unknown.
+the superset schema of the event type at that schema version (Spark's inference over every
+prototype of the type, the seed's method), and what the variation changed. The bronze stream
+registers new variations inside its micro-batch, before the batch's bronze commit, so no
+stream downstream ever reads an event whose schema is unknown.
+
+Two schemas per type, for two questions:
+- the *superset* (`schema_json`) answers "what does all the data look like": number + string
+  infers as string. `schema_version` increments once per batch that changes it.
+- the *applied* schema answers "what type does the silver table keep": the fold of
+  `schema_compat.evolve` over each variation's own schema in arrival order (`seen_order`), so
+  the first type seen wins, added and widened fields evolve it, incompatible ones do not.
+  A variation's `change_kind` is what it did to the applied schema.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import orjson
 import pyarrow as pa
@@ -34,6 +43,7 @@ REGISTRY_SCHEMA = pa.schema(
         ("event_type", pa.string()),
         ("variation_hash", pa.string()),
         ("schema_version", pa.int64()),
+        ("seen_order", pa.int64()),
         ("prototype", pa.string()),
         ("schema_json", pa.string()),
         ("variation_schema_json", pa.string()),
@@ -45,11 +55,12 @@ REGISTRY_SCHEMA = pa.schema(
         ("batch_id", pa.int64()),
     ]
 )
+EMPTY_STRUCT: dict[str, Any] = {"type": "struct", "fields": []}
 
 
 @dataclass(frozen=True)
 class NewVariation:
-    """A variation a bronze batch saw that the registry does not know yet."""
+    """A variation a bronze batch saw that the registry does not know yet (in arrival order)."""
 
     event_type: str
     variation_hash: str
@@ -61,6 +72,7 @@ class RegistryEntry:
     event_type: str
     variation_hash: str
     schema_version: int
+    seen_order: int
     prototype: str
     schema_json: str
     variation_schema_json: str
@@ -77,24 +89,16 @@ class RegistryEntry:
         return row
 
 
-@dataclass(frozen=True)
-class LatestSchema:
-    event_type: str
-    schema_version: int
-    schema_json: str
-    first_bronze_version: int
-
-
 class SchemaRegistry:
     """In-memory view of the registry table, kept in step with what this process writes."""
 
     def __init__(self, table: Path, entries: Iterable[RegistryEntry] = ()) -> None:
         self.table = table
-        self._entries: list[RegistryEntry] = []
+        self._by_type: dict[str, list[RegistryEntry]] = {}
         self._known: set[tuple[str, str]] = set()
-        self._latest: dict[str, RegistryEntry] = {}
-        self._first: dict[str, RegistryEntry] = {}
-        self._add(entries)
+        self._applied: dict[str, dict[str, Any]] = {}
+        self._count = 0
+        self._add(sorted(entries, key=lambda e: e.seen_order))
 
     @classmethod
     def load(cls, table: Path) -> "SchemaRegistry":
@@ -104,32 +108,28 @@ class SchemaRegistry:
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:
         for entry in entries:
-            self._entries.append(entry)
+            self._by_type.setdefault(entry.event_type, []).append(entry)
             self._known.add((entry.event_type, entry.variation_hash))
-            latest = self._latest.get(entry.event_type)
-            if latest is None or entry.schema_version >= latest.schema_version:
-                self._latest[entry.event_type] = entry
-            first = self._first.get(entry.event_type)
-            if first is None or entry.first_bronze_version < first.first_bronze_version:
-                self._first[entry.event_type] = entry
-
-    @property
-    def entries(self) -> list[RegistryEntry]:
-        return list(self._entries)
+            previous = self._applied.get(entry.event_type)
+            self._applied[entry.event_type] = evolve(previous, json.loads(entry.variation_schema_json)).schema
+            self._count += 1
 
     def is_known(self, event_type: str, variation_hash: str) -> bool:
         return (event_type, variation_hash) in self._known
 
-    def latest(self) -> dict[str, LatestSchema]:
-        return {
-            event_type: LatestSchema(
-                event_type, entry.schema_version, entry.schema_json, self._first[event_type].first_bronze_version
-            )
-            for event_type, entry in self._latest.items()
-        }
+    def type_order(self) -> list[str]:
+        """Event types in the order the registry first saw them."""
+        return sorted(self._by_type, key=lambda t: self._by_type[t][0].seen_order)
 
-    def prototypes(self, event_type: str) -> list[str]:
-        return [e.prototype for e in self._entries if e.event_type == event_type]
+    def entries_of(self, event_type: str) -> list[RegistryEntry]:
+        """The type's variations in arrival order."""
+        return list(self._by_type.get(event_type, ()))
+
+    def applied_schema(self, event_type: str) -> dict[str, Any]:
+        return self._applied[event_type]
+
+    def latest_version(self, event_type: str) -> int:
+        return max(e.schema_version for e in self._by_type[event_type])
 
     def register(
         self,
@@ -139,7 +139,7 @@ class SchemaRegistry:
         bronze_version: int,
         commit: "BatchCommitInfo",
     ) -> list[RegistryEntry]:
-        """Add the batch's new variations with superset schemas; at most one version bump per type.
+        """Add the batch's new variations; at most one schema-version bump per type.
 
         The write is the registry table's idempotent batch commit, so a replay of the batch
         adds nothing.
@@ -152,44 +152,71 @@ class SchemaRegistry:
             by_type.setdefault(variation.event_type, []).append(variation)
         prototypes: dict[str, list[str]] = {}
         for event_type, variations in by_type.items():
-            prototypes["S:" + event_type] = self.prototypes(event_type) + [v.prototype for v in variations]
+            known = [e.prototype for e in self._by_type.get(event_type, ())]
+            prototypes["S:" + event_type] = known + [v.prototype for v in variations]
             for v in variations:
                 prototypes["V:" + v.variation_hash] = [v.prototype]
         inferred = infer_schemas(spark, prototypes)
+        superset_changed = {
+            event_type: _superset(self._by_type.get(event_type)) != inferred.get("S:" + event_type, EMPTY_STRUCT)
+            for event_type in by_type
+        }
         now = datetime.now(timezone.utc)
+        applied = dict(self._applied)
         entries: list[RegistryEntry] = []
-        for event_type, variations in by_type.items():
-            previous = self._latest.get(event_type)
-            superset = inferred.get("S:" + event_type, {"type": "struct", "fields": []})
-            evolution = evolve(json.loads(previous.schema_json) if previous else None, superset)
-            version = (previous.schema_version if previous else 0) + (1 if evolution.kind != "unchanged" else 0)
-            for v in variations:
-                entries.append(
-                    RegistryEntry(
-                        event_type=event_type,
-                        variation_hash=v.variation_hash,
-                        schema_version=version,
-                        prototype=v.prototype,
-                        schema_json=json.dumps(superset, sort_keys=True),
-                        variation_schema_json=json.dumps(
-                            inferred.get("V:" + v.variation_hash, {"type": "struct", "fields": []}),
-                            sort_keys=True,
-                        ),
-                        variation_paths=tuple(variation_paths(orjson.loads(v.prototype))),
-                        change_kind=evolution.kind,
-                        changed_fields=json.dumps([c.as_dict() for c in evolution.changes]),
-                        first_seen=now,
-                        first_bronze_version=bronze_version,
-                        batch_id=commit.batch_id,
-                    )
+        for variation in fresh:
+            event_type = variation.event_type
+            history = self._by_type.get(event_type)
+            version = (max(e.schema_version for e in history) if history else 0) + int(superset_changed[event_type])
+            variation_schema = inferred.get("V:" + variation.variation_hash, EMPTY_STRUCT)
+            evolution = evolve(applied.get(event_type), variation_schema)
+            applied[event_type] = evolution.schema
+            entries.append(
+                RegistryEntry(
+                    event_type=event_type,
+                    variation_hash=variation.variation_hash,
+                    schema_version=version,
+                    seen_order=self._count + len(entries),
+                    prototype=variation.prototype,
+                    schema_json=json.dumps(inferred.get("S:" + event_type, EMPTY_STRUCT), sort_keys=True),
+                    variation_schema_json=json.dumps(variation_schema, sort_keys=True),
+                    variation_paths=tuple(variation_paths(orjson.loads(variation.prototype))),
+                    change_kind=evolution.kind,
+                    changed_fields=json.dumps([c.as_dict() for c in evolution.changes]),
+                    first_seen=now,
+                    first_bronze_version=bronze_version,
+                    batch_id=commit.batch_id,
                 )
+            )
         table = pa.Table.from_pylist([e.as_row() for e in entries], schema=REGISTRY_SCHEMA)
         connector.write_batch(self.table, table, commit)
         self._add(entries)
         return entries
 
 
+def _superset(history: list[RegistryEntry] | None) -> dict[str, Any] | None:
+    if not history:
+        return None
+    return json.loads(max(history, key=lambda e: e.seen_order).schema_json)
+
+
 def _entry(row: dict) -> RegistryEntry:
     row = dict(row)
     row["variation_paths"] = tuple(row.get("variation_paths") or ())
     return RegistryEntry(**row)
+
+
+class RegistryReader:
+    """Re-reads the registry table only when its version changes (silver reads it every batch)."""
+
+    def __init__(self, table: Path) -> None:
+        self.table = table
+        self._version = -1
+        self._registry = SchemaRegistry(table)
+
+    def read(self) -> tuple[int, SchemaRegistry]:
+        version = DeltaTable(str(self.table)).version() if DeltaTable.is_deltatable(str(self.table)) else -1
+        if version != self._version:
+            self._registry = SchemaRegistry.load(self.table) if version >= 0 else SchemaRegistry(self.table)
+            self._version = version
+        return self._version, self._registry

@@ -158,7 +158,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [DeltaFilesPartition(group) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        target = to_arrow_schema(self.schema)
+        target = to_arrow_schema(self.schema, timezone="UTC")
         for path, partition_values in partition.files:  # type: ignore[attr-defined]
             try:
                 table = pq.read_table(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -13,7 +14,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
 
-from pipeline.delta_connector.batch_writer import write_batch
+from pipeline.delta_connector.batch_writer import SchemaMismatchError, write_batch
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
 
@@ -124,7 +125,8 @@ def test_starting_version_latest_reads_only_new_commits(spark, tmp_path):
 def test_schema_evolution_in_source_fills_missing_columns(spark, tmp_path):
     table = tmp_path / "t"
     write_deltalake(str(table), pa.table({"id": [1]}), mode="append")
-    write_deltalake(str(table), pa.table({"id": [2], "extra": ["x"]}), mode="append", schema_mode="merge")
+    when = pa.array([datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)], pa.timestamp("us", tz="UTC"))
+    write_deltalake(str(table), pa.table({"id": [2], "extra": ["x"], "at": when}), mode="append", schema_mode="merge")
     rows = []
     query = (
         spark.readStream.format("streamops_delta").option("path", str(table)).load()
@@ -133,6 +135,7 @@ def test_schema_evolution_in_source_fills_missing_columns(spark, tmp_path):
     )
     query.awaitTermination(60)
     assert sorted((r.id, r.extra) for r in rows) == [(1, None), (2, "x")]
+    assert [r.at.astimezone(timezone.utc) for r in rows if r.id == 2] == [datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)]
 
 
 def test_missing_table_is_a_clear_error(spark, tmp_path):
@@ -206,3 +209,26 @@ def test_schema_merge_keeps_the_table_id(tmp_path):
     dt = DeltaTable(str(table))
     assert dt.metadata().id == table_id
     assert [f.name for f in dt.schema().fields] == ["id", "new", "nested"]
+
+
+def test_wider_values_widen_the_table_instead_of_becoming_null(tmp_path):
+    """delta-rs alone writes 1.5 into a long column as null; the writer widens the table first."""
+    table = tmp_path / "sink"
+    write_batch(table, pa.table({"score": [1, 2], "name": ["a", "b"]}), BatchCommitInfo("s", 0))
+    table_id = DeltaTable(str(table)).metadata().id
+    write_batch(table, pa.table({"score": [1.5], "name": ["c"]}), BatchCommitInfo("s", 1))
+    write_batch(table, pa.table({"score": pa.array([7], pa.int32()), "name": ["d"]}), BatchCommitInfo("s", 2))
+    dt = DeltaTable(str(table))
+    assert dt.metadata().id == table_id
+    assert sorted(dt.to_pyarrow_table().column("score").to_pylist()) == [1.0, 1.5, 2.0, 7.0]
+    assert dt.transaction_version("s") == 2
+    widen_commit = next(h for h in dt.history() if h.get("streamops.operation") == "WIDEN COLUMN TYPES")
+    assert widen_commit["streamops.widened"] == {"score": "double"}
+
+
+def test_lossy_type_change_is_an_error_not_a_null(tmp_path):
+    table = tmp_path / "sink"
+    write_batch(table, pa.table({"level": [1]}), BatchCommitInfo("s", 0))
+    with pytest.raises(SchemaMismatchError, match="column `level`"):
+        write_batch(table, pa.table({"level": ["L5"]}), BatchCommitInfo("s", 1))
+    assert DeltaTable(str(table)).to_pyarrow_table().column("level").to_pylist() == [1]

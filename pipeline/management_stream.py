@@ -1,0 +1,75 @@
+"""The management stream: watches the schema registry and gives new event types a group.
+
+It reads the registry through the Delta source like any other stream (so it has a checkpoint
+and shows up in the monitor), filters registry rows down to event types no group serves yet,
+and appends their assignments to `_system/event_groups` (txn-idempotent per batch). Schema
+changes of known types need nothing here: silver streams read the latest schema every batch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from pipeline.batch_context import batch_commit_info
+from pipeline.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
+from pipeline.schema_registry import RegistryReader
+from streamops.lake_layout import MANAGEMENT_STREAM, LakeLayout
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pipeline.delta_connector.connector import DeltaConnector
+
+
+class ManagementBatchWriter:
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: "DeltaConnector",
+        types_per_group: int,
+        on_assigned: Callable[[Mapping[str, str]], None] | None = None,
+    ) -> None:
+        self.lake = lake
+        self.connector = connector
+        self.types_per_group = types_per_group
+        self.on_assigned = on_assigned
+        self.groups = EventGroupsReader(lake.event_groups)
+        self.registry = RegistryReader(lake.schema_registry)
+
+    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+        seen = {row.event_type for row in df.select("event_type").distinct().collect()}
+        if not seen:
+            return
+        _, registry = self.registry.read()
+        order = [t for t in registry.type_order() if t in seen]
+        assigned = assign_groups(self.groups.read().by_type, order, self.types_per_group)
+        if assigned:
+            commit = batch_commit_info(
+                df.sparkSession, MANAGEMENT_STREAM, batch_id, self.lake.checkpoint(MANAGEMENT_STREAM)
+            )
+            self.connector.write_batch(self.lake.event_groups, assignment_rows(assigned, batch_id), commit)
+        if self.on_assigned:
+            self.on_assigned(assigned)
+
+
+def start_management(
+    spark: "SparkSession",
+    lake: LakeLayout,
+    connector: "DeltaConnector",
+    writer: ManagementBatchWriter,
+    trigger_seconds: float,
+    available_now: bool = False,
+) -> "StreamingQuery":
+    ensure_table(lake.event_groups)
+    stream = (
+        connector.read_stream(spark, lake.schema_registry)
+        .select("event_type")
+        .writeStream.queryName(MANAGEMENT_STREAM)
+        .foreachBatch(writer)
+        .option("checkpointLocation", str(lake.checkpoint(MANAGEMENT_STREAM)))
+    )
+    stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
+        processingTime=f"{trigger_seconds} seconds"
+    )
+    return stream.start()

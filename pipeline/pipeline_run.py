@@ -1,0 +1,53 @@
+"""`streamops run` as a library call: Spark, connector, monitor and supervisor wired together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pipeline.delta_connector.connector import connector_for
+from pipeline.pipeline_events import MonitorEvents
+from pipeline.silver_stream import SilverSettings
+from pipeline.spark_session import build_spark
+from pipeline.supervisor import PipelineSettings, RunReport, Supervisor
+from streamops.lake_layout import LakeLayout
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    lake: Path
+    landing: Path
+    until_idle: bool = False
+    duration: float | None = None
+    trigger_seconds: float = 5.0
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    silver: SilverSettings = SilverSettings()
+    bronze_max_files: int = 100
+    delta: Literal["embedded", "native"] = "embedded"
+    master: str | None = None
+
+
+def run_pipeline(options: RunOptions) -> RunReport:
+    from monitor.stream_monitor import StreamMonitor
+
+    spark = build_spark(master=options.master)
+    lake = LakeLayout.at(options.lake)
+    monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
+    monitor.start()
+    settings = PipelineSettings(
+        lake=lake,
+        landing=Path(options.landing).expanduser().resolve(),
+        trigger_seconds=options.trigger_seconds,
+        bronze_max_files=options.bronze_max_files,
+        silver=options.silver,
+    )
+    supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
+    try:
+        if options.until_idle:
+            return supervisor.run_until_idle()
+        return supervisor.run_for(options.duration)
+    finally:
+        supervisor.stop()
+        monitor.stop()

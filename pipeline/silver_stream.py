@@ -1,0 +1,255 @@
+"""A silver group stream: bronze -> one typed Delta table per event type of its group.
+
+Every batch resolves the group's event types and their applied schemas from the registry
+(re-read only when it changed), parses each payload with Spark's `from_json` in one
+projection, collects the result once as Arrow, and fans it out: nested structs become
+`parent__child` columns (dlt's convention), lineage columns tie each row to its bronze batch
+and landing file, and each table gets one txn-idempotent commit (appId = this stream).
+Rows of a variation that is incompatible with the table's schema are quarantined and alerted
+(on_incompatible="quarantine") or stop the group (on_incompatible="fail_group").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.batch_context import batch_commit_info
+from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
+from pipeline.exceptions import IncompatibleSchemaError
+from pipeline.lake_tables import QUARANTINE_SCHEMA
+from pipeline.schema_alerts import SchemaAlert, alert_rows
+from pipeline.schema_registry import RegistryReader
+from pipeline.silver_schemas import SilverSchema, silver_schemas
+from streamops.lake_layout import LakeLayout, silver_stream
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pipeline.delta_connector.connector import DeltaConnector
+    from pipeline.pipeline_events import PipelineEvents
+    from streamops.commit_metadata import BatchCommitInfo
+
+OnIncompatible = Literal["quarantine", "fail_group"]
+LINEAGE_COLUMNS = {
+    "_event_time": "event_time",
+    "_ingest_time": "ingest_time",
+    "_source_file": "source_file",
+    "_bronze_batch_id": "batch_id",
+    "_schema_hash": "schema_hash",
+}
+NESTED_SEPARATOR = "__"
+
+
+@dataclass(frozen=True)
+class SilverSettings:
+    types_per_group: int = DEFAULT_TYPES_PER_GROUP
+    on_incompatible: OnIncompatible = "quarantine"
+    trigger_seconds: float = 5.0
+    max_files_per_trigger: int = 1000
+    available_now: bool = False
+
+
+@dataclass(frozen=True)
+class SilverBatchResult:
+    group: str
+    batch_id: int
+    rows_by_type: dict[str, int]
+    max_event_time: dict[str, float]
+    quarantined: int
+    alerts: tuple[SchemaAlert, ...]
+
+
+class SilverGroupWriter:
+    """The foreachBatch function of one group's stream."""
+
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: "DeltaConnector",
+        group: str,
+        settings: SilverSettings,
+        events: "PipelineEvents",
+    ) -> None:
+        self.lake = lake
+        self.connector = connector
+        self.group = group
+        self.stream = silver_stream(group)
+        self.settings = settings
+        self.events = events
+        self.registry = RegistryReader(lake.schema_registry)
+        self.groups = EventGroupsReader(lake.event_groups)
+        self._cached: tuple[tuple[int, int], dict[str, SilverSchema]] = ((-1, -1), {})
+
+    def schemas(self) -> dict[str, SilverSchema]:
+        """Applied schema of every event type this group serves, as of now."""
+        registry_version, registry = self.registry.read()
+        recorded = self.groups.read()
+        key = (registry_version, recorded.version)
+        if key != self._cached[0]:
+            groups = resolve_groups(recorded.by_type, registry.type_order(), self.settings.types_per_group)
+            members = sorted(t for t, g in groups.items() if g == self.group)
+            self._cached = (key, silver_schemas(registry, members))
+        return self._cached[1]
+
+    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+        schemas = self.schemas()
+        if not schemas:
+            return
+        spark = df.sparkSession
+        commit = batch_commit_info(spark, self.stream, batch_id, self.lake.checkpoint(self.stream))
+        parsed = parse_projection(df, schemas).toArrow()
+        result = self.commit_batch(parsed, schemas, commit)
+        self.events.silver_committed(result, schemas)
+
+    def commit_batch(
+        self, parsed: pa.Table, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo"
+    ) -> SilverBatchResult:
+        event_types = parsed.column("event_type")
+        quarantine: list[pa.Table] = []
+        alerts: list[SchemaAlert] = []
+        tables: dict[str, pa.Table] = {}
+        for index, (event_type, schema) in enumerate(sorted(schemas.items())):
+            rows = parsed.filter(pc.equal(event_types, event_type))
+            if rows.num_rows == 0:
+                continue
+            bad = pc.is_in(rows.column("_schema_hash"), pa.array(list(schema.incompatible), pa.string()))
+            rejected = rows.filter(bad)
+            if rejected.num_rows:
+                alerts.extend(self._alerts(rejected, schema))
+                quarantine.append(_quarantine_rows(rejected, schema, self.stream, commit.batch_id))
+            accepted = rows.filter(pc.invert(bad))
+            if accepted.num_rows:
+                tables[event_type] = silver_rows(accepted, parsed_column(index))
+        if alerts:
+            self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
+            if self.settings.on_incompatible == "fail_group":
+                raise IncompatibleSchemaError(
+                    f"group `{self.group}` stopped on an incompatible schema change "
+                    f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+                    "then restart it with on_incompatible=quarantine or fix the producer"
+                )
+        if quarantine:
+            self.connector.write_batch(self.lake.bronze_quarantine, pa.concat_tables(quarantine), commit)
+        for event_type, table in tables.items():
+            self.connector.write_batch(self.lake.silver(event_type), table, commit)
+        return SilverBatchResult(
+            group=self.group,
+            batch_id=commit.batch_id,
+            rows_by_type={t: table.num_rows for t, table in tables.items()},
+            max_event_time={t: _max_time(table.column("_event_time")) for t, table in tables.items()},
+            quarantined=sum(t.num_rows for t in quarantine),
+            alerts=tuple(alerts),
+        )
+
+    def _alerts(self, rejected: pa.Table, schema: SilverSchema) -> list[SchemaAlert]:
+        action = "group_failed" if self.settings.on_incompatible == "fail_group" else "quarantined"
+        counts = pc.value_counts(rejected.column("_schema_hash").combine_chunks()).to_pylist()
+        return [
+            SchemaAlert(
+                event_type=schema.event_type,
+                field=change.path,
+                old_type=change.old_type or "",
+                new_type=change.new_type,
+                variation_hash=item["values"],
+                first_bronze_version=schema.variation_first_bronze_version[item["values"]],
+                rows_affected=item["counts"],
+                action=action,
+            )
+            for item in counts
+            for change in schema.incompatible[item["values"]]
+        ]
+
+
+def parsed_column(index: int) -> str:
+    return f"_parsed_{index}"
+
+
+def parse_projection(df: "DataFrame", schemas: dict[str, SilverSchema]) -> "DataFrame":
+    """One projection for the whole group: each row parsed with its own type's schema."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    columns = [F.col("event_type"), F.col("payload")]
+    columns += [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
+    for index, (event_type, schema) in enumerate(sorted(schemas.items())):
+        parsed = F.from_json(F.col("payload"), StructType.fromJson(schema.applied), {"mode": "PERMISSIVE"})
+        columns.append(F.when(F.col("event_type") == event_type, parsed).alias(parsed_column(index)))
+    return df.where(F.col("event_type").isin(sorted(schemas))).select(*columns)
+
+
+def silver_rows(rows: pa.Table, parsed: str) -> pa.Table:
+    """Flat typed columns of one event type, then the lineage columns."""
+    names: list[str] = []
+    arrays: list[Any] = []
+    _flatten(rows.column(parsed).combine_chunks(), "", names, arrays)
+    for name in LINEAGE_COLUMNS:
+        names.append(name)
+        arrays.append(rows.column(name))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _flatten(struct: pa.StructArray, prefix: str, names: list[str], arrays: list[Any]) -> None:
+    for index, field in enumerate(struct.type):
+        child = pc.struct_field(struct, [index])
+        name = prefix + field.name
+        if pa.types.is_struct(field.type):
+            _flatten(child, name + NESTED_SEPARATOR, names, arrays)
+        else:
+            names.append(name)
+            arrays.append(child)
+
+
+def _quarantine_rows(rejected: pa.Table, schema: SilverSchema, stream: str, batch_id: int) -> pa.Table:
+    rows = rejected.num_rows
+    details = {
+        variation: "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
+        for variation, changes in schema.incompatible.items()
+    }
+    hashes = rejected.column("_schema_hash").to_pylist()
+    payloads = rejected.column("payload")
+    return pa.Table.from_arrays(
+        [
+            pa.array([stream] * rows, pa.string()),
+            pa.array([batch_id] * rows, pa.int64()),
+            pa.array(["incompatible_type"] * rows, pa.string()),
+            pa.array([details[h] for h in hashes], pa.string()),
+            rejected.column("event_type").cast(pa.string()),
+            rejected.column("_schema_hash").cast(pa.string()),
+            payloads.cast(pa.string()),
+            payloads.cast(pa.binary()),
+            rejected.column("_source_file").cast(pa.string()),
+            rejected.column("_ingest_time").cast(QUARANTINE_SCHEMA.field("ingest_time").type),
+        ],
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def _max_time(column: pa.ChunkedArray) -> float:
+    newest = pc.max(column).as_py()
+    return newest.timestamp() if newest is not None else 0.0
+
+
+def start_silver_group(
+    spark: "SparkSession",
+    lake: LakeLayout,
+    connector: "DeltaConnector",
+    writer: SilverGroupWriter,
+) -> "StreamingQuery":
+    settings = writer.settings
+    stream = (
+        connector.read_stream(
+            spark, lake.bronze_events, {"maxFilesPerTrigger": str(settings.max_files_per_trigger)}
+        )
+        .writeStream.queryName(writer.stream)
+        .foreachBatch(writer)
+        .option("checkpointLocation", str(lake.checkpoint(writer.stream)))
+    )
+    stream = stream.trigger(availableNow=True) if settings.available_now else stream.trigger(
+        processingTime=f"{settings.trigger_seconds} seconds"
+    )
+    return stream.start()

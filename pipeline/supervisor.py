@@ -1,0 +1,213 @@
+"""Starts, watches and stops every query of the pipeline.
+
+- `run_until_idle()`: drains all input through bronze, management and silver with
+  Trigger.AvailableNow, round after round until a round finds nothing new, then returns.
+- `run_for(seconds)` (or forever): continuous triggers. Every second it starts a query for any
+  group the management stream has recorded, and restarts a failed query with exponential
+  backoff while the others keep running. A group stopped by on_incompatible=fail_group is left
+  stopped (replaying its batch would fail the same way) until an operator acts.
+Stopping stops every query, then the monitor (which flushes the progress log).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from pipeline.bronze_stream import BronzeBatchResult, BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.delta_connector.connector import DeltaConnector
+from pipeline.event_groups import EventGroupsReader
+from pipeline.management_stream import ManagementBatchWriter, start_management
+from pipeline.schema_registry import SchemaRegistry
+from pipeline.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
+from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from monitor.stream_monitor import StreamMonitor
+    from pipeline.pipeline_events import PipelineEvents
+
+INCOMPATIBLE_MARKER = "stopped on an incompatible schema change"
+MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    lake: LakeLayout
+    landing: Path
+    trigger_seconds: float = 5.0
+    bronze_max_files: int = 100
+    silver: SilverSettings = SilverSettings()
+
+
+@dataclass
+class Supervised:
+    """One query the supervisor owns, with its restart history."""
+
+    name: str
+    start: Callable[[], "StreamingQuery"]
+    query: "StreamingQuery | None" = None
+    failures: int = 0
+    next_start: float = 0.0
+    last_error: str | None = None
+    held: bool = False
+
+
+@dataclass
+class RunReport:
+    bronze_batches: int = 0
+    bronze_rows: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Supervisor:
+    def __init__(
+        self,
+        spark: "SparkSession",
+        settings: PipelineSettings,
+        connector: DeltaConnector,
+        events: "PipelineEvents",
+        monitor: "StreamMonitor | None" = None,
+        log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    ) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.lake = settings.lake
+        self.connector = connector
+        self.events = events
+        self.monitor = monitor
+        self.log = log
+        self.report = RunReport()
+        self.registry = SchemaRegistry.load(self.lake.schema_registry)
+        self.groups = EventGroupsReader(self.lake.event_groups)
+        self.supervised: dict[str, Supervised] = {}
+
+    def _bronze_done(self, result: BronzeBatchResult) -> None:
+        self.report.bronze_batches += 1
+        self.report.bronze_rows += result.bronze_rows
+        for reason, rows in result.quarantined.items():
+            self.report.quarantined[reason] = self.report.quarantined.get(reason, 0) + rows
+        self.log(
+            f"bronze batch {result.batch_id}: {result.bronze_rows} events, "
+            f"{sum(result.quarantined.values())} quarantined, {result.new_variations} new schema variations"
+        )
+
+    def _start_bronze(self, available_now: bool) -> "StreamingQuery":
+        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done)
+        settings = BronzeSettings(
+            landing=self.settings.landing,
+            trigger_seconds=self.settings.trigger_seconds,
+            max_files_per_trigger=self.settings.bronze_max_files,
+            available_now=available_now,
+        )
+        return start_bronze(self.spark, self.lake, settings, writer)
+
+    def _start_management(self, available_now: bool) -> "StreamingQuery":
+        writer = ManagementBatchWriter(self.lake, self.connector, self.settings.silver.types_per_group)
+        return start_management(
+            self.spark, self.lake, self.connector, writer, self.settings.trigger_seconds, available_now
+        )
+
+    def _start_group(self, group: str, available_now: bool) -> "StreamingQuery":
+        silver = SilverSettings(
+            types_per_group=self.settings.silver.types_per_group,
+            on_incompatible=self.settings.silver.on_incompatible,
+            trigger_seconds=self.settings.trigger_seconds,
+            max_files_per_trigger=self.settings.silver.max_files_per_trigger,
+            available_now=available_now,
+        )
+        if self.monitor is not None:
+            self.monitor.register_source_table(silver_stream(group), self.lake.bronze_events)
+        writer = SilverGroupWriter(self.lake, self.connector, group, silver, self.events)
+        return start_silver_group(self.spark, self.lake, self.connector, writer)
+
+    def run_until_idle(self, max_rounds: int = 20) -> RunReport:
+        """Drain everything available now; returns when a round changes nothing."""
+        if self.monitor is not None:
+            self.monitor.register_source_table(MANAGEMENT_STREAM, self.lake.schema_registry)
+        for _ in range(max_rounds):
+            before = (self.report.bronze_batches, self.groups.read().version)
+            self._await(self._start_bronze(available_now=True), BRONZE_STREAM)
+            self._await(self._start_management(available_now=True), MANAGEMENT_STREAM)
+            queries = {silver_stream(g): self._start_group(g, True) for g in self.groups.read().groups}
+            for name, query in queries.items():
+                self._await(query, name)
+            if (self.report.bronze_batches, self.groups.read().version) == before:
+                break
+        return self.report
+
+    def _await(self, query: "StreamingQuery", name: str) -> None:
+        try:
+            query.awaitTermination()
+        except Exception as error:  # noqa: BLE001 - a failed stream is reported, others go on
+            self.report.failures.setdefault(name, []).append(_first_line(error))
+            self.log(f"{name} failed: {_first_line(error)}")
+        finally:
+            query.stop()
+
+    def run_for(self, seconds: float | None) -> RunReport:
+        """Run continuously for `seconds` (None: until interrupted), supervising every query."""
+        if self.monitor is not None:
+            self.monitor.register_source_table(MANAGEMENT_STREAM, self.lake.schema_registry)
+        self._supervise(BRONZE_STREAM, lambda: self._start_bronze(available_now=False))
+        self._supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False))
+        deadline = None if seconds is None else time.monotonic() + seconds
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                for group in self.groups.read().groups:
+                    name = silver_stream(group)
+                    if name not in self.supervised:
+                        self.log(f"starting {name}")
+                        self._supervise(name, lambda g=group: self._start_group(g, available_now=False))
+                self._tick()
+                time.sleep(1.0)
+        finally:
+            self.stop()
+        return self.report
+
+    def _supervise(self, name: str, start: Callable[[], "StreamingQuery"]) -> None:
+        entry = Supervised(name, start)
+        self.supervised[name] = entry
+        entry.query = start()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        for entry in self.supervised.values():
+            if entry.held:
+                continue
+            if entry.query is not None and not entry.query.isActive:
+                error = entry.query.exception()
+                message = _first_line(error) if error else "stopped"
+                entry.query = None
+                entry.failures += 1
+                entry.last_error = message
+                self.report.failures.setdefault(entry.name, []).append(message)
+                if INCOMPATIBLE_MARKER in message:
+                    entry.held = True
+                    self.log(f"{entry.name} stopped (on_incompatible=fail_group): {message}")
+                    continue
+                backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
+                entry.next_start = now + backoff
+                self.log(f"{entry.name} failed ({message}); restarting in {backoff:.0f}s")
+            if entry.query is None and not entry.held and now >= entry.next_start:
+                entry.query = entry.start()
+
+    def stop(self) -> None:
+        for entry in self.supervised.values():
+            if entry.query is not None:
+                entry.query.stop()
+        self.supervised.clear()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    for line in text.splitlines():
+        if INCOMPATIBLE_MARKER in line:
+            return line.strip()
+    return text.splitlines()[0][:300] if text else type(error).__name__

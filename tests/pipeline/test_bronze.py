@@ -1,0 +1,157 @@
+"""The bronze stream on real Spark, real files and real Delta tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from pyspark.errors import StreamingQueryException
+
+from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.pipeline_events import Unmonitored
+from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from pipeline.schema_registry import SchemaRegistry
+from streamops.commit_metadata import BatchCommitInfo
+from streamops.lake_layout import LakeLayout
+
+
+def event(event_type: str, i: int, **attributes) -> bytes:
+    body = {"event_type": event_type, "event_id": f"{event_type}-{i}", "event_time": "2026-11-22T10:00:00.500Z"}
+    body.update(attributes)
+    return json.dumps(body).encode()
+
+
+def write_file(landing: Path, name: str, lines: list[bytes]) -> None:
+    """Files get increasing modification times: the file source takes the oldest first."""
+    landing.mkdir(parents=True, exist_ok=True)
+    path = landing / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    stamp = 1_700_000_000 + len(list(landing.iterdir()))
+    os.utime(path, (stamp, stamp))
+
+
+def run_bronze(spark, lake: LakeLayout, landing: Path, connector=None) -> None:
+    writer = BronzeBatchWriter(lake, connector or EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored())
+    query = start_bronze(spark, lake, BronzeSettings(landing, max_files_per_trigger=1, available_now=True), writer)
+    try:
+        query.awaitTermination(180)
+    finally:
+        query.stop()
+
+
+def rows(table: Path) -> list[dict]:
+    return DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+
+
+BAD_LINES = {
+    "empty_line": b"   ",
+    "malformed_json": b'{"event_type": "a", "x": ',
+    "not_an_object": b"[1, 2, 3]",
+    "missing_event_type": b'{"event_id": "x", "player": {"id": 1}}',
+    "invalid_event_type": b'{"event_type": "../../etc/passwd"}',
+    "invalid_utf8": b'{"event_type": "a", "name": "\xff\xfe"}',
+    "too_large": b'{"event_type": "a", "blob": "' + b"x" * MAX_RECORD_BYTES + b'"}',
+    "too_deep": b'{"event_type": "a", "d": ' + b"[" * (MAX_DEPTH + 5) + b"]" * (MAX_DEPTH + 5) + b"}",
+}
+
+
+def test_every_line_lands_in_bronze_or_quarantine_with_its_reason(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    good = [event("match_start", i, player={"id": i}) for i in range(5)]
+    write_file(landing, "a.ndjson", good[:3] + list(BAD_LINES.values()) + good[3:])
+    write_file(landing, "b.ndjson", [b'"just a string"', b"", event("item_buy", 0, price=3)])
+    run_bronze(spark, lake, landing)
+
+    bronze = rows(lake.bronze_events)
+    quarantine = rows(lake.bronze_quarantine)
+    assert len(bronze) + len(quarantine) == len(good) + len(BAD_LINES) + 3
+    assert sorted(r["event_id"] for r in bronze) == sorted([f"match_start-{i}" for i in range(5)] + ["item_buy-0"])
+    reasons = sorted(r["reason"] for r in quarantine)
+    assert reasons == sorted(list(BAD_LINES) + ["not_an_object", "empty_line"])
+    invalid = next(r for r in quarantine if r["reason"] == "invalid_utf8")
+    assert invalid["raw_bytes"] == BAD_LINES["invalid_utf8"], "raw bytes are kept exactly"
+    deep = next(r for r in quarantine if r["reason"] == "too_deep")
+    assert f"> limit {MAX_DEPTH}" in deep["detail"]
+    assert all(r["source_file"].endswith((".ndjson")) for r in bronze + quarantine)
+    first = next(r for r in bronze if r["event_id"] == "match_start-0")
+    assert json.loads(first["payload"]) == json.loads(good[0])
+    assert first["event_time"].isoformat() == "2026-11-22T10:00:00.500000+00:00"
+
+
+def test_registry_versions_follow_the_drift(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_file(landing, "1.ndjson", [event("a", 0, score=1, p={"id": 1}), event("a", 1, score=2, p={"id": 2})])
+    write_file(landing, "2.ndjson", [event("a", 2, score=3, p={"id": 3, "guild": "g"}), event("b", 0, x=True)])
+    write_file(landing, "3.ndjson", [event("a", 3, score=3.5, p={"id": 4})])
+    write_file(landing, "4.ndjson", [event("a", 4, score=1, p={"id": 1}, extra=None), event("a", 5, p={"id": 9})])
+    write_file(landing, "5.ndjson", [event("a", 6, score="high", p={"id": 5})])
+    run_bronze(spark, lake, landing)
+
+    registry = sorted(rows(lake.schema_registry), key=lambda r: (r["event_type"], r["schema_version"], r["batch_id"]))
+    summary = [(r["event_type"], r["batch_id"], r["schema_version"], r["change_kind"]) for r in registry]
+    assert summary == [
+        ("a", 0, 1, "new_event_type"),
+        ("a", 1, 2, "added_fields"),
+        ("a", 2, 3, "widened"),
+        ("a", 3, 3, "unchanged"),
+        ("a", 4, 4, "incompatible"),
+        ("b", 1, 1, "new_event_type"),
+    ]
+    latest = json.loads(registry[-2]["schema_json"])
+    types = {f["name"]: f["type"] for f in latest["fields"]}
+    assert types["score"] == "string", "superset by Spark inference: number + string = string"
+    assert {f["name"] for f in types["p"]["fields"]} == {"id", "guild"}
+    first_a = registry[0]
+    assert json.loads(first_a["prototype"])["event_id"] == "a-0", "prototype is the first message seen"
+    assert "p.id:integer" in first_a["variation_paths"]
+    assert first_a["first_bronze_version"] == 1
+    incompatible = registry[4]
+    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "double", "new_type": "string"}]
+
+
+class CrashBeforeBronze(EmbeddedDelta):
+    """Fails the batch after the registry and quarantine commits, before the bronze commit."""
+
+    def __init__(self, bronze: Path) -> None:
+        super().__init__()
+        object.__setattr__(self, "bronze", bronze)
+
+    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo):
+        if table == self.bronze:
+            raise RuntimeError("simulated crash before the bronze commit")
+        return super().write_batch(table, data, commit)
+
+
+def test_batch_replayed_after_crash_before_bronze_commit_duplicates_nothing(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_file(landing, "1.ndjson", [event("a", i, v=i) for i in range(4)] + [b"{oops", event("b", 0, w="x")])
+    with pytest.raises(StreamingQueryException, match="simulated crash"):
+        run_bronze(spark, lake, landing, connector=CrashBeforeBronze(lake.bronze_events))
+    assert len(rows(lake.schema_registry)) == 2, "the registry committed before the crash"
+    assert rows(lake.bronze_events) == []
+
+    run_bronze(spark, lake, landing)
+    registry = rows(lake.schema_registry)
+    assert sorted((r["event_type"], r["schema_version"]) for r in registry) == [("a", 1), ("b", 1)]
+    assert sorted(r["event_id"] for r in rows(lake.bronze_events)) == ["a-0", "a-1", "a-2", "a-3", "b-0"]
+    assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["malformed_json"]
+    history = DeltaTable(str(lake.bronze_events)).history()
+    assert [h.get("streamops.batchId") for h in history if "streamops.batchId" in h] == [0]
+
+
+def test_restart_continues_from_the_checkpoint(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_file(landing, "1.ndjson", [event("a", 0), event("a", 1)])
+    run_bronze(spark, lake, landing)
+    write_file(landing, "2.ndjson", [event("a", 2), b"[]"])
+    run_bronze(spark, lake, landing)
+    bronze = rows(lake.bronze_events)
+    assert sorted(r["event_id"] for r in bronze) == ["a-0", "a-1", "a-2"]
+    assert sorted({r["batch_id"] for r in bronze}) == [0, 1]
+    assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["not_an_object"]
+    assert len(rows(lake.schema_registry)) == 1
