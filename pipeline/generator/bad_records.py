@@ -63,8 +63,9 @@ def plan_bad_records(total_lines: int, ratio: float, rng: random.Random) -> dict
     """Line ordinal -> bad kind: exactly one `too_large`, the other kinds in equal shares."""
     count = bad_record_count(total_lines, ratio)
     ordinals = rng.sample(range(total_lines), count)
-    others = [kind for kind in BAD_KINDS if kind != "too_large"]
-    kinds: list[BadKind] = ["too_large"] + [others[i % len(others)] for i in range(count - 1)]
+    others: list[BadKind] = [kind for kind in BAD_KINDS if kind != "too_large"]
+    kinds: list[BadKind] = ["too_large"]
+    kinds += [others[i % len(others)] for i in range(count - 1)]
     return dict(zip(ordinals, kinds))
 
 

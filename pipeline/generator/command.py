@@ -19,7 +19,7 @@ EXAMPLES = """examples:
   streamops generate --out landing --events 480000 --rate 8000 --drift 0.2 --bad 0.01
 """
 
-PROGRESS_INTERVAL_SECONDS = 1.0
+PROGRESS_INTERVAL_SECONDS = 0.95
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 class _ProgressPrinter:
-    """One stderr line per second at most, and one for the last file."""
+    """About one stderr line a second (one per file under `--rate`), and one for the last file."""
 
     def __init__(self) -> None:
         self._last = float("-inf")

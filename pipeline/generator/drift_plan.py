@@ -131,20 +131,20 @@ def stages(spec: EventTypeSpec, step: DriftStep | None) -> tuple[Stage, ...]:
     """The type's stages in order; a `new_event_type` type has one stage starting mid-run."""
     if step is None:
         return (Stage("base", spec.base, 0, None),)
-    if step.kind == "new_event_type":
+    if step.path is None:  # new_event_type: the type starts late, its shape does not change
         return (Stage("base", spec.base, step.at_ordinal, step),)
-    changed = with_field(spec.base, step.path, _changed_node(spec.base, step))
+    changed = with_field(spec.base, step.path, _changed_node(spec.base, step.kind, step.path))
     return (Stage("base", spec.base, 0, None), Stage(step.kind, changed, step.at_ordinal, step))
 
 
-def _changed_node(schema: Obj, step: DriftStep) -> Node:
-    if step.kind == "new_attribute_top":
-        return dict(NEW_TOP_ATTRIBUTES)[step.path]
-    if step.kind == "new_attribute_nested":
-        return dict(NEW_NESTED_ATTRIBUTES)[step.path]
-    before = field_at(schema, step.path)
+def _changed_node(schema: Obj, kind: DriftKind, path: str) -> Node:
+    if kind == "new_attribute_top":
+        return dict(NEW_TOP_ATTRIBUTES)[path]
+    if kind == "new_attribute_nested":
+        return dict(NEW_NESTED_ATTRIBUTES)[path]
+    before = field_at(schema, path)
     if not (isinstance(before, Scalar) and isinstance(before.spec, IntRange)):
-        raise ValueError(f"{step.kind} needs an integer field, `{step.path}` is {before}")
-    if step.kind == "numeric_widening":
+        raise ValueError(f"{kind} needs an integer field, `{path}` is {before}")
+    if kind == "numeric_widening":
         return Scalar(FloatRange(before.spec.low, before.spec.high))
     return Scalar(Labelled("L", before.spec.low, before.spec.high))

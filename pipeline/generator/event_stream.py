@@ -43,6 +43,8 @@ class StageTally:
 
 @dataclass
 class TypeTally:
+    """One type's stages in order, which one is live (-1: not started yet), and its first file."""
+
     spec: EventTypeSpec
     step: DriftStep | None
     stages: list[StageTally]
@@ -56,11 +58,17 @@ def run_tag(seed: int) -> str:
 
 
 class EventStream:
+    """Produces the run's lines file by file, in order, and tallies them for the manifest.
+
+    Types are picked by weight among the live ones; a type whose stage just changed jumps the
+    queue once, so even a rare type shows its new variation right at the change point.
+    """
+
     def __init__(self, settings: GeneratorSettings) -> None:
         seed = settings.seed
         self.total = settings.events
-        self.catalog = build_catalog(settings.event_types, seed)
-        steps = plan_drift(self.catalog, settings.drift, self.total, random.Random(f"{seed}:drift"))
+        catalog = build_catalog(settings.event_types, seed)
+        steps = plan_drift(catalog, settings.drift, self.total, random.Random(f"{seed}:drift"))
         self.bad_plan: dict[int, BadKind] = plan_bad_records(
             self.total, settings.bad, random.Random(f"{seed}:bad-plan")
         )
@@ -78,7 +86,7 @@ class EventStream:
                     for stage in stages(spec, steps.get(spec.name))
                 ],
             )
-            for spec in self.catalog
+            for spec in catalog
         ]
         self._changes: dict[int, list[tuple[TypeTally, int]]] = {}
         for tally in self.types:

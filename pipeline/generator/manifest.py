@@ -88,7 +88,7 @@ def _type_entry(tally: TypeTally) -> dict[str, Any]:
         "first_file": tally.first_file,
         "variations": variations,
         "incompatible_rows": sum(s.events for s in emitted if s.stage.name == "incompatible_type"),
-        "drift": [v["change"]["kind"] for v in variations if v["change"] is not None],
+        "drift": [s.stage.step.kind for s in emitted if s.stage.step is not None],
     }
 
 

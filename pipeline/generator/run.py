@@ -39,12 +39,12 @@ def generate(
     files: list[WrittenFile] = []
     done = 0
     while done < settings.events:
+        behind = pacer.wait_for(done)
         name = data_file_name(len(files) + 1)
         lines = stream.lines(settings.lines_per_file, name)
         size = write_data_file(settings.out / name, lines)
         files.append(WrittenFile(name, len(lines), size, done))
         done += len(lines)
-        behind = pacer.wait_for(done)
         if on_file is not None:
             on_file(Progress(files[-1], done, settings.events, pacer.elapsed(), behind))
     manifest = build_manifest(settings, stream, files)
