@@ -1,0 +1,201 @@
+"""Bronze + management + silver on real Spark and Delta, checked against the generator's manifest."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.generator.run import generate
+from pipeline.generator.settings import GeneratorSettings
+from pipeline.lake_summary import summarize_lake
+from pipeline.pipeline_events import Unmonitored
+from pipeline.silver_stream import NESTED_SEPARATOR, SilverSettings
+from pipeline.supervisor import PipelineSettings, Supervisor
+from streamops import commit_metadata
+from streamops.lake_layout import LakeLayout
+
+STAGE_TO_CHANGE_KIND = {
+    "base": "new_event_type",
+    "new_attribute_top": "added_fields",
+    "new_attribute_nested": "added_fields",
+    "numeric_widening": "widened",
+    "incompatible_type": "incompatible",
+}
+
+
+def table_rows(path: Path) -> list[dict]:
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+
+
+def supervisor(spark, lake: LakeLayout, landing: Path, **silver) -> Supervisor:
+    settings = PipelineSettings(
+        lake=lake,
+        landing=landing,
+        trigger_seconds=1.0,
+        bronze_max_files=3,
+        silver=SilverSettings(max_files_per_trigger=2, **silver),
+    )
+    return Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
+
+
+@pytest.fixture(scope="module")
+def drained(spark, tmp_path_factory):
+    """A drifting run generated once, drained through bronze and silver with --until-idle."""
+    root = tmp_path_factory.mktemp("drained")
+    manifest = generate(
+        GeneratorSettings(out=root / "landing", events=4000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=500)
+    )
+    lake = LakeLayout.at(root / "lake")
+    report = supervisor(spark, lake, root / "landing", types_per_group=4).run_until_idle()
+    return lake, manifest, report
+
+
+def test_lake_holds_exactly_what_the_manifest_says(drained):
+    lake, manifest, report = drained
+    assert report.failures == {}
+    summary = summarize_lake(lake)
+    assert summary.bronze_rows == manifest["events_total"]
+    expected = {t: v["events"] - v["incompatible_rows"] for t, v in manifest["event_types"].items()}
+    assert summary.silver_rows == expected
+    quarantine = dict(manifest["expected_quarantine"])
+    quarantine["incompatible_type"] = manifest["incompatible_rows_total"]
+    assert summary.quarantine_by_reason == {k: v for k, v in quarantine.items() if v}
+    assert summary.bronze_rows + sum(manifest["expected_quarantine"].values()) == manifest["lines_total"]
+
+
+def test_no_event_is_written_twice(drained):
+    lake, manifest, _ = drained
+    for event_type in manifest["event_types"]:
+        ids = [r["event_id"] for r in table_rows(lake.silver(event_type))]
+        assert len(ids) == len(set(ids)), event_type
+
+
+def test_registry_has_one_row_per_variation_with_the_drift_kind(drained):
+    lake, manifest, _ = drained
+    registry = table_rows(lake.schema_registry)
+    for event_type, expected in manifest["event_types"].items():
+        rows = sorted((r for r in registry if r["event_type"] == event_type), key=lambda r: r["seen_order"])
+        assert [sorted(r["variation_paths"]) for r in rows] == [v["paths"] for v in expected["variations"]]
+        assert [r["change_kind"] for r in rows] == [STAGE_TO_CHANGE_KIND.get(v["stage"], "new_event_type") for v in expected["variations"]]
+
+
+def column_name(path: str) -> str:
+    return path.replace(".", NESTED_SEPARATOR)
+
+
+def new_leaf_columns(previous: list[str], current: list[str]) -> set[str]:
+    """Columns a variation adds: its new non-object, non-array-element paths, flattened."""
+    leaves = {p.rsplit(":", 1)[0] for p in set(current) - set(previous) if not p.endswith(":object")}
+    return {column_name(p) for p in leaves if "[]" not in p}
+
+
+def test_every_drift_kind_ends_in_the_right_silver_schema(drained):
+    lake, manifest, _ = drained
+    for event_type, expected in manifest["event_types"].items():
+        schema = {f.name: f.type for f in DeltaTable(str(lake.silver(event_type))).schema().fields}
+        previous: list[str] = []
+        for variation in expected["variations"]:
+            change = variation["change"]
+            if variation["stage"] in ("new_attribute_top", "new_attribute_nested"):
+                added = new_leaf_columns(previous, variation["paths"])
+                assert added and added <= set(schema), (event_type, change, added)
+            elif variation["stage"] == "numeric_widening":
+                assert str(schema[column_name(change["path"])]) == 'PrimitiveType("double")'
+            elif variation["stage"] == "incompatible_type":
+                assert str(schema[column_name(change["path"])]) == 'PrimitiveType("long")', "keeps its type"
+            previous = variation["paths"]
+        assert not any(str(t).startswith("Struct") for t in schema.values()), "nested attributes are flat columns"
+
+
+def test_incompatible_changes_are_quarantined_and_alerted(drained):
+    lake, manifest, _ = drained
+    alerts = table_rows(lake.schema_alerts)
+    per_type = Counter()
+    for alert in alerts:
+        per_type[alert["event_type"]] += alert["rows_affected"]
+        assert (alert["field"], alert["old_type"], alert["new_type"], alert["action"]) == (
+            "player.level", "long", "string", "quarantined"
+        )
+    expected = {t: v["incompatible_rows"] for t, v in manifest["event_types"].items() if v["incompatible_rows"]}
+    assert dict(per_type) == expected
+    quarantined = [r for r in table_rows(lake.bronze_quarantine) if r["reason"] == "incompatible_type"]
+    assert Counter(r["event_type"] for r in quarantined) == Counter(expected)
+    assert all(json.loads(r["raw_text"])["player"]["level"].startswith("L") for r in quarantined)
+
+
+def test_every_silver_row_traces_back_to_bronze(drained):
+    lake, manifest, _ = drained
+    bronze = {r["event_id"]: r for r in table_rows(lake.bronze_events)}
+    event_type = next(iter(manifest["event_types"]))
+    for row in table_rows(lake.silver(event_type)):
+        origin = bronze[row["event_id"]]
+        assert (row["_bronze_batch_id"], row["_source_file"]) == (origin["batch_id"], origin["source_file"])
+    history = DeltaTable(str(lake.silver(event_type))).history()
+    batches = [h for h in history if commit_metadata.BATCH_ID in h]
+    assert batches and all(json.loads(h[commit_metadata.SOURCE_END])["reservoirVersion"] >= 0 for h in batches)
+
+
+def write_events(landing: Path, name: str, events: list[dict]) -> None:
+    landing.mkdir(parents=True, exist_ok=True)
+    temporary = landing / f".{name}.tmp"
+    temporary.write_text("".join(json.dumps(e) + "\n" for e in events))
+    temporary.rename(landing / name)
+
+
+def event(event_type: str, i: int, **fields) -> dict:
+    return {"event_type": event_type, "event_id": f"{event_type}-{i}", "event_time": "2026-11-22T10:00:00Z", **fields}
+
+
+def wait_for(condition, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError("condition not met in time")
+
+
+def silver_count(lake: LakeLayout, event_type: str) -> int:
+    path = lake.silver(event_type)
+    return DeltaTable(str(path)).count() if DeltaTable.is_deltatable(str(path)) else 0
+
+
+def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_events(landing, "1.ndjson", [event("a", i, n=i) for i in range(5)] + [event("b", i, s="x") for i in range(3)])
+    running = supervisor(spark, lake, landing, types_per_group=2)
+    runner = threading.Thread(target=running.run_for, args=(75,), daemon=True)
+    runner.start()
+    try:
+        wait_for(lambda: silver_count(lake, "a") == 5 and silver_count(lake, "b") == 3)
+        bronze_query = running.supervised["bronze"].query
+        write_events(landing, "2.ndjson", [event("c", i, flag=True) for i in range(4)] + [event("a", 9, n=9, extra="e")])
+        wait_for(lambda: silver_count(lake, "c") == 4 and silver_count(lake, "a") == 6)
+        assert running.supervised["bronze"].query is bronze_query, "bronze was not restarted"
+        assert "silver_g0002" in running.supervised, "c went to a new group, served by a new query"
+        assert "extra" in {f.name for f in DeltaTable(str(lake.silver("a"))).schema().fields}
+    finally:
+        running.stop()
+        runner.join(timeout=60)
+    assert running.report.failures == {}
+
+
+def test_fail_group_stops_only_the_group_with_the_incompatible_change(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_events(landing, "1.ndjson", [event("a", 0, level=1), event("b", 0, level=1)])
+    report = supervisor(spark, lake, landing, types_per_group=1, on_incompatible="fail_group").run_until_idle()
+    assert report.failures == {}
+    write_events(landing, "2.ndjson", [event("a", 1, level="L1"), event("b", 1, level=2)])
+    report = supervisor(spark, lake, landing, types_per_group=1, on_incompatible="fail_group").run_until_idle()
+    assert list(report.failures) == ["silver_a"]
+    assert "incompatible schema change" in report.failures["silver_a"][0]
+    assert silver_count(lake, "a") == 1 and silver_count(lake, "b") == 2
+    alert = table_rows(lake.schema_alerts)
+    assert [(a["event_type"], a["field"], a["action"]) for a in alert] == [("a", "level", "group_failed")]
