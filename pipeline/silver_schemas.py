@@ -13,6 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
+from pipeline.payload_parser import arrow_schema
 from pipeline.schema_compat import FieldChange, evolve
 from pipeline.schema_registry import SchemaRegistry
 
@@ -22,6 +25,7 @@ class SilverSchema:
     event_type: str
     schema_version: int
     applied: dict[str, Any]
+    arrow: pa.Schema
     variation_first_bronze_version: dict[str, int] = field(default_factory=dict)
     incompatible: dict[str, tuple[FieldChange, ...]] = field(default_factory=dict)
     """Variation hash -> the changes that make it incompatible with `applied`."""
@@ -43,6 +47,7 @@ def silver_schemas(registry: SchemaRegistry, event_types: list[str]) -> dict[str
             event_type=event_type,
             schema_version=registry.latest_version(event_type),
             applied=applied,
+            arrow=arrow_schema(applied),
             variation_first_bronze_version={e.variation_hash: e.first_bronze_version for e in entries},
             incompatible=incompatible,
         )

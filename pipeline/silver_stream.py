@@ -1,12 +1,12 @@
 """A silver group stream: bronze -> one typed Delta table per event type of its group.
 
 Every batch resolves the group's event types and their applied schemas from the registry
-(re-read only when it changed), parses each payload with Spark's `from_json` in one
-projection, collects the result once as Arrow, and fans it out: nested structs become
-`parent__child` columns (dlt's convention), lineage columns tie each row to its bronze batch
-and landing file, and each table gets one txn-idempotent commit (appId = this stream).
-Rows of a variation that is incompatible with the table's schema are quarantined and alerted
-(on_incompatible="quarantine") or stop the group (on_incompatible="fail_group").
+(re-read only when it changed), collects the group's bronze rows once as Arrow, parses each
+type's payloads with its applied schema (pipeline.payload_parser), and fans out: nested
+structs become `parent__child` columns (dlt's convention), lineage columns tie each row to its
+bronze batch and landing file, and each table gets one txn-idempotent commit (appId = this
+stream). Rows of a variation that is incompatible with the table's schema are quarantined and
+alerted (on_incompatible="quarantine") or stop the group (on_incompatible="fail_group").
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pipeline.batch_context import batch_commit_info
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
 from pipeline.lake_tables import QUARANTINE_SCHEMA
+from pipeline.payload_parser import parse_payloads, select
 from pipeline.schema_alerts import SchemaAlert, alert_rows
 from pipeline.schema_registry import RegistryReader
 from pipeline.silver_schemas import SilverSchema, silver_schemas
@@ -102,29 +103,35 @@ class SilverGroupWriter:
             return
         spark = df.sparkSession
         commit = batch_commit_info(spark, self.stream, batch_id, self.lake.checkpoint(self.stream))
-        parsed = parse_projection(df, schemas).toArrow()
-        result = self.commit_batch(parsed, schemas, commit)
+        result = self.commit_batch(group_rows(df, schemas).toArrow(), schemas, commit)
         self.events.silver_committed(result, schemas)
 
     def commit_batch(
-        self, parsed: pa.Table, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo"
+        self, bronze: pa.Table, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo"
     ) -> SilverBatchResult:
-        event_types = parsed.column("event_type")
+        event_types = bronze.column("event_type")
         quarantine: list[pa.Table] = []
         alerts: list[SchemaAlert] = []
         tables: dict[str, pa.Table] = {}
-        for index, (event_type, schema) in enumerate(sorted(schemas.items())):
-            rows = parsed.filter(pc.equal(event_types, event_type))
+        for event_type, schema in sorted(schemas.items()):
+            rows = bronze.filter(pc.equal(event_types, event_type))
             if rows.num_rows == 0:
                 continue
             bad = pc.is_in(rows.column("_schema_hash"), pa.array(list(schema.incompatible), pa.string()))
             rejected = rows.filter(bad)
             if rejected.num_rows:
                 alerts.extend(self._alerts(rejected, schema))
-                quarantine.append(_quarantine_rows(rejected, schema, self.stream, commit.batch_id))
+                quarantine.append(_quarantine_rows(rejected, _incompatible_details(schema, rejected), self.stream, commit.batch_id))
             accepted = rows.filter(pc.invert(bad))
-            if accepted.num_rows:
-                tables[event_type] = silver_rows(accepted, parsed_column(index))
+            if accepted.num_rows == 0:
+                continue
+            parsed = parse_payloads(accepted.column("payload"), accepted.column("_schema_hash"), schema.arrow)
+            if parsed.errors:
+                unparsed = accepted.filter(pc.invert(parsed.accepted))
+                details = [parsed.errors[row] for row in sorted(parsed.errors)]
+                quarantine.append(_quarantine_rows(unparsed, details, self.stream, commit.batch_id))
+            if parsed.table.num_rows:
+                tables[event_type] = silver_rows(parsed.table, select(accepted, parsed.accepted))
         if alerts:
             self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
             if self.settings.on_incompatible == "fail_group":
@@ -165,59 +172,54 @@ class SilverGroupWriter:
         ]
 
 
-def parsed_column(index: int) -> str:
-    return f"_parsed_{index}"
-
-
-def parse_projection(df: "DataFrame", schemas: dict[str, SilverSchema]) -> "DataFrame":
-    """One projection for the whole group: each row parsed with its own type's schema."""
+def group_rows(df: "DataFrame", schemas: dict[str, SilverSchema]) -> "DataFrame":
+    """The group's bronze rows, with lineage columns under their silver names."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     columns = [F.col("event_type"), F.col("payload")]
     columns += [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
-    for index, (event_type, schema) in enumerate(sorted(schemas.items())):
-        parsed = F.from_json(F.col("payload"), StructType.fromJson(schema.applied), {"mode": "PERMISSIVE"})
-        columns.append(F.when(F.col("event_type") == event_type, parsed).alias(parsed_column(index)))
     return df.where(F.col("event_type").isin(sorted(schemas))).select(*columns)
 
 
-def silver_rows(rows: pa.Table, parsed: str) -> pa.Table:
+def silver_rows(parsed: pa.Table, lineage: pa.Table) -> pa.Table:
     """Flat typed columns of one event type, then the lineage columns."""
     names: list[str] = []
     arrays: list[Any] = []
-    _flatten(rows.column(parsed).combine_chunks(), "", names, arrays)
+    for field, column in zip(parsed.schema, parsed.columns):
+        _flatten(field, column, "", names, arrays)
     for name in LINEAGE_COLUMNS:
         names.append(name)
-        arrays.append(rows.column(name))
+        arrays.append(lineage.column(name))
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def _flatten(struct: pa.StructArray, prefix: str, names: list[str], arrays: list[Any]) -> None:
-    for index, field in enumerate(struct.type):
-        child = pc.struct_field(struct, [index])
-        name = prefix + field.name
-        if pa.types.is_struct(field.type):
-            _flatten(child, name + NESTED_SEPARATOR, names, arrays)
-        else:
-            names.append(name)
-            arrays.append(child)
+def _flatten(field: pa.Field, column: Any, prefix: str, names: list[str], arrays: list[Any]) -> None:
+    name = prefix + field.name
+    if not pa.types.is_struct(field.type):
+        names.append(name)
+        arrays.append(column)
+        return
+    for index, child in enumerate(field.type):
+        _flatten(child, pc.struct_field(column, [index]), name + NESTED_SEPARATOR, names, arrays)
 
 
-def _quarantine_rows(rejected: pa.Table, schema: SilverSchema, stream: str, batch_id: int) -> pa.Table:
-    rows = rejected.num_rows
+def _incompatible_details(schema: SilverSchema, rejected: pa.Table) -> list[str]:
     details = {
         variation: "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
         for variation, changes in schema.incompatible.items()
     }
-    hashes = rejected.column("_schema_hash").to_pylist()
+    return [details[h] for h in rejected.column("_schema_hash").to_pylist()]
+
+
+def _quarantine_rows(rejected: pa.Table, details: list[str], stream: str, batch_id: int) -> pa.Table:
+    rows = rejected.num_rows
     payloads = rejected.column("payload")
     return pa.Table.from_arrays(
         [
             pa.array([stream] * rows, pa.string()),
             pa.array([batch_id] * rows, pa.int64()),
             pa.array(["incompatible_type"] * rows, pa.string()),
-            pa.array([details[h] for h in hashes], pa.string()),
+            pa.array(details, pa.string()),
             rejected.column("event_type").cast(pa.string()),
             rejected.column("_schema_hash").cast(pa.string()),
             payloads.cast(pa.string()),

@@ -49,6 +49,7 @@ def build_spark(
     cores = os.cpu_count() or 2
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": os.environ.get("STREAMOPS_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),

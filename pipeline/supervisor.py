@@ -6,12 +6,14 @@
   group the management stream has recorded, and restarts a failed query with exponential
   backoff while the others keep running. A group stopped by on_incompatible=fail_group is left
   stopped (replaying its batch would fail the same way) until an operator acts.
-Stopping stops every query, then the monitor (which flushes the progress log).
+`request_stop()` (e.g. from a signal handler or another thread) ends `run_for`, which then
+stops every query itself.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +89,11 @@ class Supervisor:
         self.registry = SchemaRegistry.load(self.lake.schema_registry)
         self.groups = EventGroupsReader(self.lake.event_groups)
         self.supervised: dict[str, Supervised] = {}
+        self._stop_requested = threading.Event()
+
+    def request_stop(self) -> None:
+        """Ask a running `run_for` (possibly in another thread) to stop its queries and return."""
+        self._stop_requested.set()
 
     def _bronze_done(self, result: BronzeBatchResult) -> None:
         self.report.bronze_batches += 1
@@ -159,14 +166,14 @@ class Supervisor:
         self._supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False))
         deadline = None if seconds is None else time.monotonic() + seconds
         try:
-            while deadline is None or time.monotonic() < deadline:
+            while not self._stop_requested.is_set() and (deadline is None or time.monotonic() < deadline):
                 for group in self.groups.read().groups:
                     name = silver_stream(group)
                     if name not in self.supervised:
                         self.log(f"starting {name}")
                         self._supervise(name, lambda g=group: self._start_group(g, available_now=False))
                 self._tick()
-                time.sleep(1.0)
+                self._stop_requested.wait(1.0)
         finally:
             self.stop()
         return self.report

@@ -182,8 +182,8 @@ def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_pat
         assert "silver_g0002" in running.supervised, "c went to a new group, served by a new query"
         assert "extra" in {f.name for f in DeltaTable(str(lake.silver("a"))).schema().fields}
     finally:
-        running.stop()
-        runner.join(timeout=60)
+        running.request_stop()
+        runner.join(timeout=120)
     assert running.report.failures == {}
 
 

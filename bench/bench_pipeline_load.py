@@ -1,0 +1,134 @@
+"""Sustained load through bronze and silver: the seed's 8,000 events/s over 300 event types.
+
+Once the pipeline's queries are up (continuous triggers), a generator process writes one file
+per second at `--rate` for `--duration` seconds; then the pipeline gets `--drain` seconds to
+finish.
+Reported per layout (grouped queries, and the seed's one query per event type):
+- throughput: events generated, and events in silver when generation ended and at the end;
+- freshness: for every silver row, the timestamp of the Delta commit that added its file minus
+  its event time (p50/p95/max, and p95 over the last minute of generation);
+- CPU and memory of the pipeline's process tree (driver, JVM, Python workers).
+
+    python bench/bench_pipeline_load.py --rate 8000 --duration 300 --layouts grouped,per_type
+
+Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from bench_support import ProcessTreeSampler, machine
+
+from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.lake_summary import summarize_lake
+from pipeline.pipeline_events import Unmonitored
+from pipeline.silver_stream import SilverSettings
+from pipeline.spark_session import build_spark
+from pipeline.supervisor import PipelineSettings, Supervisor
+from streamops.delta_log import DeltaLog
+from streamops.lake_layout import LakeLayout
+
+
+def latencies(lake: LakeLayout, since: float | None = None) -> list[float]:
+    """Seconds from event time to the silver commit that added the row, for every silver row."""
+    values: list[float] = []
+    tables = sorted(lake.silver_root.iterdir()) if lake.silver_root.is_dir() else []
+    for table in tables:
+        log = DeltaLog(table)
+        for version in range(0, log.latest_version() + 1):
+            commit = log.commit(version)
+            committed = (commit.timestamp_ms or 0) / 1000.0
+            if since is not None and committed < since:
+                continue
+            for add in commit.data_adds:
+                times = pq.read_table(table / add.path, columns=["_event_time"]).column("_event_time")
+                micros = pc.cast(pc.cast(times, pa.timestamp("us", tz="UTC")), pa.int64())
+                values.extend(committed - m / 1e6 for m in micros.to_pylist() if m is not None)
+    return sorted(values)
+
+
+def quantiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "max": None}
+    pick = lambda q: round(values[min(len(values) - 1, int(q * (len(values) - 1)))], 2)  # noqa: E731
+    return {"p50": pick(0.50), "p95": pick(0.95), "max": round(values[-1], 2)}
+
+
+def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float) -> dict:
+    landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
+    landing.mkdir(parents=True)
+    spark = build_spark()
+    types_per_group = 1 if layout == "per_type" else 64
+    settings = PipelineSettings(
+        lake=lake, landing=landing, trigger_seconds=trigger, bronze_max_files=1000,
+        silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000),
+    )
+    supervisor = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
+    runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
+    runner.start()
+    while "management" not in supervisor.supervised:
+        time.sleep(0.5)
+    generator = subprocess.Popen(
+        [sys.executable, "-m", "streamops", "generate", "--out", str(landing), "--events", str(rate * duration),
+         "--rate", str(rate), "--event-types", "300", "--bad", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    started = time.time()
+    with ProcessTreeSampler(interval=1.0, exclude={generator.pid}) as sampler:
+        generator.wait()
+        generated_at = time.time()
+        in_silver_when_generated = sum(summarize_lake(lake).silver_rows.values())
+        time.sleep(drain)
+        supervisor.request_stop()
+        runner.join(timeout=300)
+    summary = summarize_lake(lake)
+    spark.stop()
+    events = rate * duration
+    return {
+        "layout": layout,
+        "silver_queries": len(summary.groups),
+        "events_generated": events,
+        "generation_seconds": round(generated_at - started, 1),
+        "silver_rows_when_generation_ended": in_silver_when_generated,
+        "silver_rows_at_end": sum(summary.silver_rows.values()),
+        "sustained_events_per_s": round(in_silver_when_generated / (generated_at - started)),
+        "freshness_seconds": quantiles(latencies(lake)),
+        "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
+        "peak_rss_mb": round(sampler.usage.peak_rss_mb),
+        "mean_cpu_percent": sampler.usage.mean_cpu_percent,
+        "failures": supervisor.report.failures,
+        "bronze_rows": summary.bronze_rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=8000)
+    parser.add_argument("--duration", type=int, default=300)
+    parser.add_argument("--drain", type=int, default=60)
+    parser.add_argument("--trigger", type=float, default=5.0)
+    parser.add_argument("--layouts", default="grouped,per_type")
+    args = parser.parse_args()
+    info = machine()
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
+        results = [
+            run_layout(Path(scratch), layout, args.rate, args.duration, args.drain, args.trigger)
+            for layout in args.layouts.split(",")
+        ]
+    print(json.dumps({"benchmark": "pipeline_load", "machine": info, "rate": args.rate,
+                      "duration_seconds": args.duration, "trigger_seconds": args.trigger, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""What every pipeline benchmark records besides its own figures: the machine, and the CPU and
+memory of the whole process tree (Python driver, JVM, Spark's Python workers) while it ran."""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+
+def machine() -> dict:
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(),
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
+    }
+
+
+@dataclass
+class TreeUsage:
+    peak_rss_mb: float = 0.0
+    cpu_percent_samples: list[float] = field(default_factory=list)
+
+    @property
+    def mean_cpu_percent(self) -> float:
+        samples = self.cpu_percent_samples
+        return round(sum(samples) / len(samples), 1) if samples else 0.0
+
+
+class ProcessTreeSampler:
+    """Samples this process and all its descendants every `interval` seconds, in a thread."""
+
+    def __init__(self, interval: float = 0.5, exclude: set[int] | None = None) -> None:
+        self.interval = interval
+        self.exclude = exclude if exclude is not None else set()
+        self.usage = TreeUsage()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._known: dict[int, psutil.Process] = {}
+
+    def __enter__(self) -> "ProcessTreeSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _tree(self) -> list[psutil.Process]:
+        root = psutil.Process()
+        processes = [p for p in [root] + root.children(recursive=True) if p.pid not in self.exclude]
+        for process in processes:
+            self._known.setdefault(process.pid, process)
+        return [self._known[p.pid] for p in processes]
+
+    def _run(self) -> None:
+        for process in self._tree():
+            process.cpu_percent(None)
+        while not self._stop.wait(self.interval):
+            rss = 0
+            cpu = 0.0
+            for process in self._tree():
+                try:
+                    rss += process.memory_info().rss
+                    cpu += process.cpu_percent(None)
+                except psutil.NoSuchProcess:
+                    continue
+            self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, rss / 2**20)
+            self.usage.cpu_percent_samples.append(cpu)
+
+
+def timed(function, *args, **kwargs) -> tuple[float, TreeUsage, object]:
+    with ProcessTreeSampler() as sampler:
+        started = time.perf_counter()
+        result = function(*args, **kwargs)
+        seconds = time.perf_counter() - started
+    return seconds, sampler.usage, result
