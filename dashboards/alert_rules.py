@@ -1,0 +1,191 @@
+"""The alert rules on lag and health, defined once for Prometheus and for Grafana.
+
+Each rule is a value expression (one number per stream or event type), a comparison with a
+threshold and a pending period. Prometheus alerts on `value <op> threshold`; Grafana queries the
+value, reduces it to its last point and applies the same threshold, so both fire on the same
+series. Thresholds live in `AlertThresholds`; change them there and rebuild.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dashboards import promql
+from monitor.metric_catalog import BACKLOG_SECONDS
+
+Comparison = Literal[">", "<"]
+Severity = Literal["critical", "warning"]
+ValueFormat = Literal["humanizeDuration", "humanizePercentage", "humanize"]
+
+VALUE = "$VALUE"
+"""Where a summary shows the alerting value; each target renders it in its own template syntax."""
+RULE_GROUP = "streamops"
+SERVICE_LABEL = {"service": "streamops"}
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    """When each alert fires. Durations are Prometheus durations (`10m`, `6h`)."""
+
+    backlog_seconds: float = 600
+    backlog_for: str = "10m"
+    stalled_for: str = "5m"
+    failure_window: str = "15m"
+    silent_seconds: float = 900
+    silent_lookback: str = "6h"
+    silent_for: str = "5m"
+    processing_ratio: float = 1.0
+    processing_for: str = "15m"
+    schema_window: str = "15m"
+    quarantine_ratio: float = 0.05
+    quarantine_window: str = "10m"
+    quarantine_for: str = "10m"
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    name: str
+    value: str
+    comparison: Comparison
+    threshold: float
+    pending: str
+    severity: Severity
+    summary: str
+    description: str
+    value_format: ValueFormat = "humanize"
+
+    @property
+    def expr(self) -> str:
+        """The Prometheus alerting expression."""
+        return f"{self.value} {self.comparison} {format_number(self.threshold)}"
+
+    def summary_with(self, value_reference: str) -> str:
+        """The summary with `$VALUE` rendered as `value_reference` piped through the format."""
+        return self.summary.replace(VALUE, f"{{{{ {value_reference} | {self.value_format} }}}}")
+
+
+def format_number(value: float) -> str:
+    return f"{value:g}"
+
+
+STATUS = "`streamops status --lake <lake>`"
+DOCTOR = "`streamops checkpoint doctor --lake <lake>`"
+
+
+def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[AlertRule, ...]:
+    t = thresholds
+    return (
+        AlertRule(
+            name="BacklogSecondsHigh",
+            value=promql.per_stream(BACKLOG_SECONDS),
+            comparison=">",
+            threshold=t.backlog_seconds,
+            pending=t.backlog_for,
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} is {VALUE} behind its source",
+            description=(
+                "The oldest source commit stream {{ $labels.stream }} has not processed is older "
+                f"than {format_number(t.backlog_seconds)}s, and has been for {t.backlog_for}. Run "
+                f"{STATUS} for its backlog in versions, files and bytes; the Stream detail dashboard "
+                "shows which batch phase grew. If batches are slow, give the query more executors "
+                f"or fewer files per trigger; if it makes no progress at all, run {DOCTOR}."
+            ),
+            value_format="humanizeDuration",
+        ),
+        AlertRule(
+            name="StreamStalled",
+            value=promql.in_status("stalled"),
+            comparison=">",
+            threshold=0,
+            pending=t.stalled_for,
+            severity="critical",
+            summary="Stream {{ $labels.stream }} is stalled: its source has data it does not process",
+            description=(
+                f"Stream {{{{ $labels.stream }}}} has been stalled for {t.stalled_for}: it runs but "
+                f"its backlog does not shrink. Run {STATUS}, then {DOCTOR}: it finds a batch planned "
+                "but never committed, or source versions removed by log cleanup. Check the driver "
+                "log for a batch that hangs before restarting the stream."
+            ),
+        ),
+        AlertRule(
+            name="StreamFailed",
+            value=promql.failing(t.failure_window),
+            comparison=">",
+            threshold=0,
+            pending="0m",
+            severity="critical",
+            summary="Stream {{ $labels.stream }} failed",
+            description=(
+                "Stream {{ $labels.stream }} terminated with an exception, now or within the last "
+                f"{t.failure_window} (a restart loop counts). Run {STATUS} to read the exception and "
+                f"{DOCTOR} before restarting it with `streamops run`."
+            ),
+        ),
+        AlertRule(
+            name="StreamAbsent",
+            value=promql.seconds_since_last_seen_progress(t.silent_lookback),
+            comparison=">",
+            threshold=t.silent_seconds,
+            pending=t.silent_for,
+            severity="critical",
+            summary=f"Stream {{{{ $labels.stream }}}} has reported no progress for {VALUE}",
+            description=(
+                "Stream {{ $labels.stream }} has sent no progress event for more than "
+                f"{format_number(t.silent_seconds)}s, or its metrics disappeared (query gone, "
+                "process or exporter down, scrape failing). Check the Prometheus target of the "
+                f"streamops exporter first, then run {STATUS}. If the process is gone, run {DOCTOR} "
+                "and restart it with `streamops run`."
+            ),
+            value_format="humanizeDuration",
+        ),
+        AlertRule(
+            name="ProcessingBelowInput",
+            value=promql.processing_to_input_ratio(),
+            comparison="<",
+            threshold=t.processing_ratio,
+            pending=t.processing_for,
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} processes rows at {VALUE} of the rate they arrive",
+            description=(
+                f"For {t.processing_for}, stream {{{{ $labels.stream }}}} has processed rows more "
+                f"slowly than they arrived, so its backlog grows. Run {STATUS}; the Stream detail "
+                "dashboard shows batch duration by phase. Add executors, or lengthen the trigger "
+                "interval so each batch amortises its fixed cost."
+            ),
+            value_format="humanizePercentage",
+        ),
+        AlertRule(
+            name="IncompatibleSchemaChange",
+            value=promql.schema_alerts_recent(t.schema_window),
+            comparison=">",
+            threshold=0,
+            pending="0m",
+            severity="warning",
+            summary="Incompatible schema change for event type {{ $labels.event_type }}",
+            description=(
+                "Event type {{ $labels.event_type }} received a schema change its silver table "
+                f"cannot take (within the last {t.schema_window}). The pipeline isolated it and "
+                "recorded it in <lake>/_system/schema_alerts; other event types are unaffected. Read "
+                "the alert rows for the change and what was done with it, then fix the producer or "
+                f"evolve the table. {STATUS} lists the affected streams."
+            ),
+        ),
+        AlertRule(
+            name="QuarantineSpike",
+            value=promql.quarantine_ratio(t.quarantine_window),
+            comparison=">",
+            threshold=t.quarantine_ratio,
+            pending=t.quarantine_for,
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} quarantines {VALUE} of the rows it reads",
+            description=(
+                f"Over {t.quarantine_window}, more than {format_number(t.quarantine_ratio * 100)}% "
+                "of the rows stream {{ $labels.stream }} read went to <lake>/bronze/quarantine. The "
+                "Fleet overview's quarantine panel shows which reason grew; query the quarantine "
+                "table by reason for the raw records and fix the producer. Run "
+                f"{STATUS} for the stream's input."
+            ),
+            value_format="humanizePercentage",
+        ),
+    )

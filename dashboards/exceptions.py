@@ -1,0 +1,9 @@
+"""Errors of the dashboards package; the CLI prints them as one line."""
+
+from __future__ import annotations
+
+from streamops.exceptions import StreamopsError
+
+
+class OutputDirectoryError(StreamopsError):
+    """The generated files cannot be written where the user asked."""

@@ -1,0 +1,255 @@
+"""`promtool test rules` cases: for every alert, synthetic series that must fire it and healthy
+series beside them that must not.
+
+Series use promtool's expanding notation (`0+60x40` counts up by 60 a step, `900x20` repeats,
+`_` is a missed scrape). Each case evaluates at a time where the faulty series have passed the
+rule's pending period, and at least once where nothing may fire yet, so a rule that fires too
+early, too late, or on a healthy stream fails the test. Expected summaries are written out by
+hand: they check the value formatting of each annotation too. The numbers assume the default
+`AlertThresholds`; change a threshold and these cases tell you which expectations moved.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from dashboards.alert_rules import SERVICE_LABEL, AlertRule
+from dashboards.exposition import sample_name, state_label
+from monitor.metric_catalog import (
+    BACKLOG_SECONDS,
+    INPUT_ROWS,
+    INPUT_ROWS_PER_SECOND,
+    LAST_PROGRESS,
+    PROCESSED_ROWS_PER_SECOND,
+    QUARANTINED_ROWS,
+    SCHEMA_ALERTS,
+    STREAM_FAILURES,
+    STREAM_STATUS,
+    MetricSpec,
+)
+
+STEP = "1m"
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    values: str
+
+    @property
+    def text(self) -> str:
+        inner = ", ".join(f'{key}="{value}"' for key, value in self.labels)
+        return f"{self.name}{{{inner}}}"
+
+
+def series(spec: MetricSpec, values: str, **labels: str) -> Series:
+    return Series(sample_name(spec), tuple(sorted(labels.items())), values)
+
+
+def status_series(stream: str, status: str, values: str) -> Series:
+    return series(STREAM_STATUS, values, stream=stream, **{state_label(STREAM_STATUS): status})
+
+
+@dataclass(frozen=True)
+class Firing:
+    labels: Mapping[str, str]
+    summary: str
+
+
+@dataclass(frozen=True)
+class RuleCase:
+    alert: str
+    input_series: tuple[Series, ...]
+    evaluations: tuple[tuple[str, tuple[Firing, ...]], ...]
+
+
+CASES: tuple[RuleCase, ...] = (
+    RuleCase(
+        alert="BacklogSecondsHigh",
+        input_series=(
+            series(BACKLOG_SECONDS, "900x20", stream="slow"),
+            series(BACKLOG_SECONDS, "5x20", stream="fast"),
+        ),
+        evaluations=(
+            ("5m", ()),
+            ("15m", (Firing({"stream": "slow"}, "Stream slow is 15m 0s behind its source"),)),
+        ),
+    ),
+    RuleCase(
+        alert="StreamStalled",
+        input_series=(
+            status_series("stuck", "stalled", "1x20"),
+            status_series("stuck", "ok", "0x20"),
+            status_series("fine", "stalled", "0x20"),
+            status_series("fine", "ok", "1x20"),
+        ),
+        evaluations=(
+            ("3m", ()),
+            (
+                "10m",
+                (
+                    Firing(
+                        {"stream": "stuck"},
+                        "Stream stuck is stalled: its source has data it does not process",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="StreamFailed",
+        input_series=(
+            status_series("broken", "failed", "1x40"),
+            status_series("flapping", "failed", "0x40"),
+            status_series("fine", "failed", "0x40"),
+            series(STREAM_FAILURES, "0x5 1x35", stream="flapping"),
+            series(STREAM_FAILURES, "_x8 1x32", stream="newborn"),
+            series(STREAM_FAILURES, "0x40", stream="fine"),
+        ),
+        evaluations=(
+            ("3m", (Firing({"stream": "broken"}, "Stream broken failed"),)),
+            (
+                "12m",
+                (
+                    Firing({"stream": "broken"}, "Stream broken failed"),
+                    Firing({"stream": "flapping"}, "Stream flapping failed"),
+                    Firing({"stream": "newborn"}, "Stream newborn failed"),
+                ),
+            ),
+            ("35m", (Firing({"stream": "broken"}, "Stream broken failed"),)),
+        ),
+    ),
+    RuleCase(
+        alert="StreamAbsent",
+        input_series=(
+            series(LAST_PROGRESS, "0+60x40", stream="live"),
+            series(LAST_PROGRESS, "60x40", stream="silent"),
+            series(LAST_PROGRESS, "0+60x5", stream="vanished"),
+            series(LAST_PROGRESS, "60x40", stream="stopped"),
+            status_series("stopped", "stopped", "1x40"),
+        ),
+        evaluations=(
+            ("15m", ()),
+            (
+                "30m",
+                (
+                    Firing({"stream": "silent"}, "Stream silent has reported no progress for 29m 0s"),
+                    Firing(
+                        {"stream": "vanished"}, "Stream vanished has reported no progress for 25m 0s"
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="ProcessingBelowInput",
+        input_series=(
+            series(PROCESSED_ROWS_PER_SECOND, "50x30", stream="behind"),
+            series(INPUT_ROWS_PER_SECOND, "100x30", stream="behind"),
+            series(PROCESSED_ROWS_PER_SECOND, "500x30", stream="ahead"),
+            series(INPUT_ROWS_PER_SECOND, "100x30", stream="ahead"),
+            series(PROCESSED_ROWS_PER_SECOND, "0x30", stream="idle"),
+            series(INPUT_ROWS_PER_SECOND, "0x30", stream="idle"),
+        ),
+        evaluations=(
+            ("10m", ()),
+            (
+                "20m",
+                (
+                    Firing(
+                        {"stream": "behind"},
+                        "Stream behind processes rows at 50% of the rate they arrive",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="IncompatibleSchemaChange",
+        input_series=(
+            series(SCHEMA_ALERTS, "_x11 1x40", event_type="login"),
+            series(SCHEMA_ALERTS, "0x9 1x40", event_type="purchase"),
+            series(SCHEMA_ALERTS, "2x50", event_type="stable"),
+        ),
+        evaluations=(
+            (
+                "20m",
+                (
+                    Firing({"event_type": "login"}, "Incompatible schema change for event type login"),
+                    Firing(
+                        {"event_type": "purchase"}, "Incompatible schema change for event type purchase"
+                    ),
+                ),
+            ),
+            ("45m", ()),
+        ),
+    ),
+    RuleCase(
+        alert="QuarantineSpike",
+        input_series=(
+            series(INPUT_ROWS, "0+100x30", stream="bronze"),
+            series(QUARANTINED_ROWS, "0+20x30", stream="bronze", reason="malformed_json"),
+            series(INPUT_ROWS, "0+100x30", stream="clean"),
+            series(QUARANTINED_ROWS, "0+1x30", stream="clean", reason="missing_event_type"),
+        ),
+        evaluations=(
+            ("5m", ()),
+            (
+                "25m",
+                (Firing({"stream": "bronze"}, "Stream bronze quarantines 20% of the rows it reads"),),
+            ),
+        ),
+    ),
+)
+
+_LABEL_REFERENCE = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
+
+
+def expected_description(rule: AlertRule, labels: Mapping[str, str]) -> str:
+    """The description as Prometheus renders it: descriptions use label references only."""
+    rendered = _LABEL_REFERENCE.sub(lambda match: labels[match.group(1)], rule.description)
+    if "{{" in rendered:
+        raise ValueError(f"`{rule.name}`'s description uses a template beyond label references")
+    return rendered
+
+
+def tests_document(rules: Sequence[AlertRule], rule_file: str) -> dict[str, Any]:
+    """The `promtool test rules` file for `rule_file`, one test group per alert."""
+    by_name = {rule.name: rule for rule in rules}
+    missing = sorted(set(by_name) - {case.alert for case in CASES})
+    if missing:
+        raise ValueError(f"no promtool test case for alert(s) {', '.join(missing)}: add them to CASES")
+    return {
+        "rule_files": [rule_file],
+        "evaluation_interval": STEP,
+        "tests": [_test_group(case, by_name[case.alert]) for case in CASES],
+    }
+
+
+def _test_group(case: RuleCase, rule: AlertRule) -> dict[str, Any]:
+    return {
+        "name": case.alert,
+        "interval": STEP,
+        "input_series": [{"series": s.text, "values": s.values} for s in case.input_series],
+        "alert_rule_test": [
+            {
+                "eval_time": eval_time,
+                "alertname": case.alert,
+                "exp_alerts": [_expected(rule, firing) for firing in firings],
+            }
+            for eval_time, firings in case.evaluations
+        ],
+    }
+
+
+def _expected(rule: AlertRule, firing: Firing) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": rule.severity, **SERVICE_LABEL, **firing.labels},
+        "exp_annotations": {
+            "summary": firing.summary,
+            "description": expected_description(rule, firing.labels),
+        },
+    }

@@ -1,0 +1,128 @@
+"""Every query of the dashboards and alert rules, evaluated by a real Prometheus that scrapes the
+exporter of a real pipeline run: each query parses and evaluates, and each returns data.
+
+The pipeline (bronze, management, silver groups under the supervisor, continuous 1 s triggers)
+ingests generated events with bad records (quarantine), drift including an incompatible type
+change (schema alerts) and several event types, while `StreamMonitor` exports its metrics and
+Prometheus scrapes them every second. Alert expressions are checked twice: the value Grafana
+queries must return data, and the Prometheus alert expression (value compared with a threshold,
+so usually empty on a healthy run) must evaluate without error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
+from dashboards.expression_inventory import UsedQuery, interpolate, used_queries
+from dashboards.exposition import sample_name
+from monitor.metric_catalog import STREAM_UP
+from monitor.stream_monitor import StreamMonitor
+from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.generator.run import generate
+from pipeline.generator.settings import GeneratorSettings
+from pipeline.pipeline_events import MonitorEvents
+from pipeline.silver_stream import SilverSettings
+from pipeline.supervisor import PipelineSettings, Supervisor
+from prometheus_server import PrometheusServer, running_prometheus
+from streamops.lake_layout import LakeLayout
+
+RUN_SECONDS = 90
+"""How long the supervisor runs; the queries must all have data well before it ends."""
+DATA_DEADLINE_SECONDS = RUN_SECONDS - 5
+DASHBOARD_WINDOWS = {"__rate_interval": "1m", "__range": "5m"}
+ALL = ".*"
+
+
+def fleet_values() -> dict[str, str]:
+    return {"stream": ALL, "group": ALL, "event_type": ALL, **DASHBOARD_WINDOWS}
+
+
+def streams_known(prometheus: PrometheusServer) -> list[str]:
+    answer = prometheus.label_values("stream", sample_name(STREAM_UP))
+    return sorted(answer.get("data") or [])
+
+
+def problem_with(query: UsedQuery, prometheus: PrometheusServer, streams: list[str]) -> str | None:
+    """None when `query` evaluates and has data; otherwise what is wrong (errors are final)."""
+    if query.kind == "variable":
+        selector, label = query.label_values()
+        answer = prometheus.label_values(label, interpolate(selector, fleet_values()))
+        if answer["status"] != "success":
+            return f"error: {answer.get('error')}"
+        return None if answer["data"] else "no label values"
+    candidates = [fleet_values()]
+    if query.file == STREAM_DASHBOARD:
+        candidates = [{"stream": stream, **DASHBOARD_WINDOWS} for stream in streams]
+    empty = True
+    for values in candidates:
+        answer = prometheus.query(interpolate(query.text, values))
+        if answer["status"] != "success":
+            return f"error: {answer.get('error')}"
+        empty = empty and not answer["data"]["result"]
+    if query.kind == "prometheus_alert":
+        return None
+    return "no data" if empty else None
+
+
+@pytest.fixture
+def generated_landing(tmp_path):
+    landing = tmp_path / "landing"
+    generate(
+        GeneratorSettings(
+            out=landing, events=1500, event_types=5, drift=1.0, bad=0.03, seed=5, events_per_file=250
+        )
+    )
+    return landing
+
+
+def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, generated_landing):
+    queries = used_queries(build_documents())
+    assert {q.file for q in queries} >= {FLEET_DASHBOARD, STREAM_DASHBOARD}
+    lake = LakeLayout.at(tmp_path / "lake")
+    monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=1.0).start()
+    try:
+        target = urllib.parse.urlsplit(monitor.exporter_url).netloc
+        with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
+            settings = PipelineSettings(
+                lake=lake,
+                landing=generated_landing,
+                trigger_seconds=1.0,
+                bronze_max_files=2,
+                silver=SilverSettings(types_per_group=10),
+            )
+            supervisor = Supervisor(
+                spark, settings, EmbeddedDelta(), MonitorEvents(monitor), monitor, log=lambda line: None
+            )
+            runner = threading.Thread(target=supervisor.run_for, args=(RUN_SECONDS,), daemon=True)
+            started = time.monotonic()
+            runner.start()
+            try:
+                prometheus.wait_until(prometheus.targets_up, 30, "the exporter to be scraped")
+                pending = {(q.file, q.where): q for q in queries}
+                problems: dict[tuple[str, str], str] = {}
+                while pending and time.monotonic() - started < DATA_DEADLINE_SECONDS:
+                    streams = streams_known(prometheus)
+                    problems = {}
+                    for key, query in list(pending.items()):
+                        problem = problem_with(query, prometheus, streams)
+                        if problem is None:
+                            del pending[key]
+                        else:
+                            problems[key] = problem
+                    errors = {k: p for k, p in problems.items() if p.startswith("error")}
+                    assert not errors, f"queries Prometheus rejects: {errors}"
+                    time.sleep(2)
+                assert not pending, "queries without data after a real run: " + "; ".join(
+                    f"{file}: {where}: {problems.get((file, where))}: {pending[(file, where)].text}"
+                    for file, where in sorted(pending)
+                )
+            finally:
+                runner.join(timeout=RUN_SECONDS + 60)
+                assert not runner.is_alive(), "the supervisor did not stop"
+    finally:
+        monitor.stop()
