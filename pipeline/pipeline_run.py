@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pipeline.delta_connector.connector import connector_for
+from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
 from pipeline.pipeline_events import MonitorEvents
 from pipeline.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
@@ -32,7 +32,7 @@ class RunOptions:
 def run_pipeline(options: RunOptions) -> RunReport:
     from monitor.stream_monitor import StreamMonitor
 
-    spark = build_spark(master=options.master)
+    spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
     lake = LakeLayout.at(options.lake)
     monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
     monitor.start()

@@ -24,6 +24,7 @@ from streamops.exceptions import StreamopsError
 
 SOURCE_VERSION = 1
 BASE_INDEX = -1
+UNRESOLVED_VERSION = -1
 
 
 class SourceTableChangedError(StreamopsError):
@@ -60,6 +61,21 @@ class DeltaSourceOffset:
     @staticmethod
     def is_delta_offset(value: Any) -> bool:
         return isinstance(value, Mapping) and "reservoirVersion" in value and "index" in value
+
+    @classmethod
+    def initial(cls, reservoir_id: str, from_snapshot: bool) -> "DeltaSourceOffset":
+        """Where a new stream starts, before its first batch decides the version.
+
+        Spark asks the source for its initial offset again when it replays an uncommitted
+        batch 0, so the initial offset must not depend on when it is asked: it names no version.
+        The first batch then stays inside one snapshot (or one commit, for startingVersion
+        latest), which lets its start be derived from its end (`first_batch_start`).
+        """
+        return cls(UNRESOLVED_VERSION, BASE_INDEX, from_snapshot, reservoir_id)
+
+    @property
+    def is_initial(self) -> bool:
+        return self.reservoir_version == UNRESOLVED_VERSION
 
     @property
     def position(self) -> tuple[int, int, int]:
@@ -182,9 +198,12 @@ class DeltaFileIndex:
     def files_between(
         self, start: DeltaSourceOffset | None, end: DeltaSourceOffset
     ) -> list[IndexedFile]:
-        """The files a batch from `start` (exclusive) to `end` (inclusive) read."""
-        if start is None:
-            start = DeltaSourceOffset(end.reservoir_version, BASE_INDEX, end.is_starting_version)
+        """The files a batch from `start` (exclusive) to `end` (inclusive) read.
+
+        A first batch (no start, or the initial offset) began at the start of its end's version.
+        """
+        if start is None or start.is_initial:
+            start = first_batch_start(end)
         until = end.reservoir_version
         if end.index == BASE_INDEX and not end.is_starting_version:
             until -= 1
@@ -201,12 +220,15 @@ class DeltaFileIndex:
         until_version: int,
         max_files: int | None = None,
         max_bytes: int | None = None,
+        next_version_when_done: bool = True,
     ) -> DeltaSourceOffset:
         """The end offset of the next batch: as many files as the limits admit (at least one).
 
         Returns `start` unchanged when there is nothing new. When the batch reaches the end of
         the latest commit, the end is (latest + 1, -1) as Delta's source does, so the next batch
-        starts cleanly at the next commit; a starting snapshot with nothing after it stays put.
+        starts cleanly at the next commit (unless `next_version_when_done` is False: a first
+        batch must end inside the version it read); a starting snapshot with nothing after it
+        stays put.
         """
         reservoir_id = start.reservoir_id or self.table_id()
         last: IndexedFile | None = None
@@ -225,9 +247,16 @@ class DeltaFileIndex:
             size += indexed.file.size
         if last is None:
             return start
-        if exhausted and not (last.is_starting_version and last.version == until_version):
+        if exhausted and next_version_when_done and not (
+            last.is_starting_version and last.version == until_version
+        ):
             return DeltaSourceOffset(until_version + 1, BASE_INDEX, False, reservoir_id)
         return last.offset(reservoir_id)
+
+
+def first_batch_start(end: DeltaSourceOffset) -> DeltaSourceOffset:
+    """The start of a stream's first batch, which never spans more than one version."""
+    return DeltaSourceOffset(end.reservoir_version, BASE_INDEX, end.is_starting_version, end.reservoir_id)
 
 
 def _partition_values(row: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 ConnectorName = Literal["embedded", "native"]
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+NATIVE_SPARK_CONF = {
+    "spark.sql.extensions": DELTA_EXTENSION,
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+"""Session settings the native connector needs; the JARs come from the cluster (or spark.jars)."""
 
 
 class DeltaConnector(Protocol):
@@ -92,12 +98,18 @@ def connector_for(name: str, spark: "SparkSession") -> DeltaConnector:
     if name == "embedded":
         return EmbeddedDelta()
     if name == "native":
-        if not spark.conf.get("spark.sql.extensions", "") or "delta" not in spark.conf.get(
-            "spark.sql.extensions", ""
-        ):
+        if not _jvm_has_class(spark, DELTA_EXTENSION):
             raise PipelineConfigError(
-                "the native connector needs delta-spark's JARs and DeltaSparkSessionExtension: "
-                "install the `cluster` extra on a cluster that has them, or use --delta embedded"
+                "the native connector needs delta-spark's JARs on the Spark classpath and none were "
+                "found: run on a cluster that has them (or set spark.jars), or use --delta embedded"
             )
         return NativeDelta(spark)
     raise PipelineConfigError(f"unknown Delta connector `{name}`: use `embedded` or `native`")
+
+
+def _jvm_has_class(spark: "SparkSession", name: str) -> bool:
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(name)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - Py4J wraps ClassNotFoundException
+        return False
+    return True

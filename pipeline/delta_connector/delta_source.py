@@ -75,6 +75,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.starting_version = options.get("startingVersion")
         self.skip_change_commits = str(options.get("skipChangeCommits", "false")).lower() == "true"
         self._available_now_version: int | None = None
+        self._latest_at_start = -1
         self._index: DeltaFileIndex | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -98,9 +99,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self.index.refresh()
         table_id = self.index.table_id()
         if self.starting_version is None:
-            offset = DeltaSourceOffset(latest, BASE_INDEX, True, table_id)
+            offset = DeltaSourceOffset.initial(table_id, from_snapshot=True)
         elif str(self.starting_version).lower() == "latest":
-            offset = DeltaSourceOffset(latest + 1, BASE_INDEX, False, table_id)
+            self._latest_at_start = latest
+            offset = DeltaSourceOffset.initial(table_id, from_snapshot=False)
         else:
             version = int(self.starting_version)
             if version > latest:
@@ -122,13 +124,27 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self.index.refresh()
         self.index.check_same_table(begin)
         until = latest if self._available_now_version is None else min(latest, self._available_now_version)
-        if isinstance(limit, ReadAllAvailable):
-            end = self.index.admit(begin, until)
+        max_files, max_bytes = (None, None) if isinstance(limit, ReadAllAvailable) else self._limits(limit)
+        if not begin.is_initial:
+            return self.index.admit(begin, until, max_files, max_bytes).to_json_dict()
+        if begin.is_starting_version:
+            first = DeltaSourceOffset(until, BASE_INDEX, True, begin.reservoir_id)
         else:
-            max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
-            max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.max_bytes
-            end = self.index.admit(begin, until, max_files=max_files, max_bytes=max_bytes)
-        return end.to_json_dict()
+            versions = range(self._latest_at_start + 1, until + 1)
+            version = next((v for v in versions if self.index.commit_files(v)), None)
+            if version is None:
+                after_latest = DeltaSourceOffset(self._latest_at_start + 1, BASE_INDEX, False, begin.reservoir_id)
+                return after_latest.to_json_dict()
+            first = DeltaSourceOffset(version, BASE_INDEX, False, begin.reservoir_id)
+        end = self.index.admit(
+            first, first.reservoir_version, max_files, max_bytes, next_version_when_done=False
+        )
+        return start if end == first else end.to_json_dict()
+
+    def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
+        max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.max_bytes
+        return max_files, max_bytes
 
     def reportLatestOffset(self) -> dict | None:
         latest = self.index.refresh()

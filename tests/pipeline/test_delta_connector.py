@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
@@ -15,6 +16,8 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
 
 from pipeline.delta_connector.batch_writer import SchemaMismatchError, write_batch
+from pipeline.delta_connector.connector import connector_for
+from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
 
@@ -232,3 +235,64 @@ def test_lossy_type_change_is_an_error_not_a_null(tmp_path):
     with pytest.raises(SchemaMismatchError, match="column `level`"):
         write_batch(table, pa.table({"level": ["L5"]}), BatchCommitInfo("s", 1))
     assert DeltaTable(str(table)).to_pyarrow_table().column("level").to_pylist() == [1]
+
+
+def test_native_connector_without_delta_jars_is_a_one_line_error(spark):
+    with pytest.raises(PipelineConfigError, match="needs delta-spark's JARs") as raised:
+        connector_for("native", spark)
+    assert "\n" not in str(raised.value)
+    assert connector_for("embedded", spark).name == "embedded"
+
+
+def test_uncommitted_first_batch_replays_the_same_files_after_new_commits(spark, tmp_path):
+    """Spark re-asks the initial offset when it replays batch 0; new commits must not move it."""
+    table, checkpoint = tmp_path / "t", tmp_path / "ck"
+    add_version(table, 0, files=2)
+
+    def fail(df, batch_id):
+        raise RuntimeError("crash in batch 0")
+
+    query = (
+        spark.readStream.format("streamops_delta").option("path", str(table)).load()
+        .writeStream.foreachBatch(fail).option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True).start()
+    )
+    with pytest.raises(StreamingQueryException, match="crash in batch 0"):
+        query.awaitTermination(60)
+    assert (checkpoint / "offsets" / "0").exists() and not (checkpoint / "commits" / "0").exists()
+    add_version(table, 100, files=1)
+    add_version(table, 200, files=1)
+
+    batches = run_stream(spark, table, checkpoint)
+    assert batches[0][1] == [0, 1, 2, 3, 4, 5], "batch 0 replays exactly the snapshot it planned"
+    assert sorted(i for _, ids, _ in batches for i in ids) == [0, 1, 2, 3, 4, 5, 100, 101, 102, 200, 201, 202]
+
+
+def test_starting_version_latest_replays_its_first_batch_exactly(spark, tmp_path):
+    table, checkpoint = tmp_path / "t", tmp_path / "ck"
+    add_version(table, 0, files=1)
+    seen = []
+
+    def fail_first(df, batch_id):
+        ids = sorted(r.id for r in df.select("id").collect())
+        if ids and not seen:
+            seen.append(ids)
+            raise RuntimeError("crash in the first batch with data")
+
+    query = (
+        spark.readStream.format("streamops_delta").option("path", str(table)).option("startingVersion", "latest")
+        .load().writeStream.foreachBatch(fail_first).option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0.5 seconds").start()
+    )
+    try:
+        time.sleep(3)
+        add_version(table, 10, files=1)
+        with pytest.raises(StreamingQueryException, match="crash in the first batch"):
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    add_version(table, 20, files=1)
+    batches = run_stream(spark, table, checkpoint, startingVersion="latest")
+    assert seen == [[10, 11, 12]]
+    assert [ids for _, ids, _ in batches if ids][0] == [10, 11, 12]
+    assert sorted(i for _, ids, _ in batches for i in ids) == [10, 11, 12, 20, 21, 22]
