@@ -1,9 +1,160 @@
-"""Subcommands of this package (filled in by its issue)."""
+"""`streamops checkpoint inspect|correlate|doctor|rewind`: thin handlers over the library."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from streamops.cli_support import add_json_option, print_json
+
+INSPECT_EXAMPLE = "example:\n  streamops checkpoint inspect lake/_checkpoints/bronze --json"
+CORRELATE_EXAMPLE = (
+    "examples:\n"
+    "  streamops checkpoint correlate lake/_checkpoints/silver_core --lake lake\n"
+    "  streamops checkpoint correlate ckpt --source-table src --sink-table out --json"
+)
+DOCTOR_EXAMPLE = (
+    "examples:\n"
+    "  streamops checkpoint doctor --lake lake --json\n"
+    "  streamops checkpoint doctor ckpt --source-table src --sink-table out\n"
+    "exit code: 0 healthy, 1 warnings, 2 errors"
+)
+REWIND_EXAMPLE = (
+    "examples:\n"
+    "  streamops checkpoint rewind lake/_checkpoints/bronze --to-batch 40 --lake lake      (plan only)\n"
+    "  streamops checkpoint rewind lake/_checkpoints/bronze --to-batch 40 --lake lake --yes"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this package's subcommands to the `streamops` root parser."""
+    """Add `checkpoint` and its subcommands to the `streamops` root parser."""
+    group = subparsers.add_parser(
+        "checkpoint",
+        help="inspect, correlate, diagnose and rewind Spark checkpoints (no Spark needed)",
+        description="Read Spark Structured Streaming checkpoints and the Delta tables they read and write.",
+        epilog="example:\n  streamops checkpoint doctor --lake lake",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = group.add_subparsers(dest="checkpoint_command", metavar="COMMAND", required=True)
+
+    inspect = _command(commands, "inspect", "show what a checkpoint records", INSPECT_EXAMPLE, _inspect)
+    inspect.add_argument("checkpoint", type=Path, metavar="CKPT")
+    _add_last(inspect)
+
+    correlate = _command(
+        commands, "correlate", "tie each batch to the source files it read and the sink commits it made",
+        CORRELATE_EXAMPLE, _correlate,
+    )
+    correlate.add_argument("checkpoint", type=Path, metavar="CKPT")
+    _add_tables(correlate)
+    _add_last(correlate)
+
+    doctor = _command(
+        commands, "doctor", "find problems in checkpoints, each with severity, evidence and a fix",
+        DOCTOR_EXAMPLE, _doctor,
+    )
+    doctor.add_argument("checkpoints", type=Path, nargs="*", metavar="CKPT")
+    _add_tables(doctor)
+    doctor.add_argument("--stall-seconds", type=float, default=900.0,
+                        help="report a stream as stalled after this long without a commit (default 900)")
+    doctor.add_argument("--backlog-warning-seconds", type=float, default=3600.0,
+                        help="warn when the oldest unprocessed source commit is older (default 3600)")
+
+    rewind = _command(
+        commands, "rewind", "make the next run plan again from batch N (backs the checkpoint up first)",
+        REWIND_EXAMPLE, _rewind,
+    )
+    rewind.add_argument("checkpoint", type=Path, metavar="CKPT")
+    rewind.add_argument("--to-batch", type=int, required=True, metavar="N", help="first batch to plan again")
+    rewind.add_argument("--yes", action="store_true", help="apply the plan (without it nothing changes)")
+    rewind.add_argument("--backup-dir", type=Path, help="where to put the backup (default: next to CKPT)")
+    _add_tables(rewind)
+
+
+def _command(commands, name: str, help_text: str, example: str, handler) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name, help=help_text, description=help_text, epilog=example,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_json_option(parser)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _add_tables(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", type=Path, help="lake root: find source and sink tables from its layout")
+    parser.add_argument("--source-table", type=Path, help="the Delta table the stream reads")
+    parser.add_argument("--sink-table", type=Path, action="append", default=[],
+                        help="a Delta table the stream writes (repeat for several)")
+    parser.add_argument("--stream", help="the stream name (txn appId) sink commits carry; default: CKPT's name")
+
+
+def _add_last(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--last", type=int, metavar="N", help="only the newest N batches")
+
+
+def _lake(args: argparse.Namespace):
+    from streamops.lake_layout import LakeLayout
+
+    return LakeLayout.at(args.lake) if args.lake else None
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from checkpoint_tools.inspection import inspect_checkpoint
+    from checkpoint_tools.text_report import inspection_text
+
+    report = inspect_checkpoint(args.checkpoint, args.last)
+    print_json(report) if args.json else print(inspection_text(report))
+    return 0
+
+
+def _correlate(args: argparse.Namespace) -> int:
+    from checkpoint_tools.correlation import correlate
+    from checkpoint_tools.text_report import correlation_text
+
+    result = correlate(
+        args.checkpoint, args.source_table, args.sink_table, _lake(args), last_batches=args.last, stream=args.stream
+    )
+    print_json(result.to_json()) if args.json else print(correlation_text(result))
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from checkpoint_tools.doctor import checkpoint_targets, diagnose_lake, diagnose_many
+    from checkpoint_tools.doctor_context import DoctorSettings
+    from checkpoint_tools.exceptions import CheckpointToolsError
+    from checkpoint_tools.findings import EXIT_HEALTHY, exit_code
+    from checkpoint_tools.text_report import diagnoses_text
+
+    settings = DoctorSettings(stall_seconds=args.stall_seconds, backlog_warning_seconds=args.backlog_warning_seconds)
+    lake = _lake(args)
+    if args.checkpoints:
+        targets = checkpoint_targets(args.checkpoints, args.source_table, args.sink_table, lake, args.stream)
+        diagnoses = diagnose_many(targets, settings)
+    elif lake is not None:
+        diagnoses = diagnose_lake(lake, settings)
+    else:
+        raise CheckpointToolsError("give one or more checkpoint directories, or --lake DIR")
+    if args.json:
+        print_json({
+            "exit_code": max((d.exit_code for d in diagnoses), default=EXIT_HEALTHY),
+            "checkpoints": [d.to_json() for d in diagnoses],
+        })
+    else:
+        print(diagnoses_text(diagnoses))
+    return exit_code(f for d in diagnoses for f in d.findings)
+
+
+def _rewind(args: argparse.Namespace) -> int:
+    from checkpoint_tools.rewind import apply_rewind, plan_rewind
+    from checkpoint_tools.text_report import rewind_text
+
+    plan = plan_rewind(
+        args.checkpoint, args.to_batch, args.source_table, args.sink_table, _lake(args), args.stream
+    )
+    result = apply_rewind(plan, args.backup_dir) if args.yes else None
+    if args.json:
+        print_json(result.to_json() if result else {"applied": False, "plan": plan.to_json()})
+    else:
+        print(rewind_text(plan, result))
+    return 0

@@ -20,6 +20,7 @@ from monitor.metric_catalog import (
     INPUT_ROWS_PER_SECOND,
     MONITOR_EVENTS_DROPPED,
     MONITOR_PROGRESS_LOG_FAILURES,
+    MONITOR_WORKER_CPU,
     PROCESSED_ROWS_PER_SECOND,
     STREAM_INFO,
     STREAM_FAILURES,
@@ -278,6 +279,16 @@ def build_fleet_dashboard() -> models.Dashboard:
                 promql.increase_in_range(MONITOR_PROGRESS_LOG_FAILURES),
                 ((None, "green"), (1, "orange")),
                 width=6,
+            )
+        )
+        .with_panel(
+            panels.time_series(
+                "Monitor worker CPU",
+                "CPU the monitor's worker thread uses (parsing progress, backlog, progress log), in "
+                "cores; it should stay a small fraction of the pipeline's.",
+                "none",
+                [panels.query(promql.counter_rate(MONITOR_WORKER_CPU), legend="monitor worker")],
+                width=12,
             )
         )
     )

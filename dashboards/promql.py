@@ -190,6 +190,11 @@ def increase_in_range(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
     return f"sum(increase({selector(spec, scope)}[{DASHBOARD_RANGE}]))"
 
 
+def counter_rate(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
+    """Per-second rate of a counter, summed over its series (CPU seconds/s = cores busy)."""
+    return f"sum(rate({selector(spec, scope)}[{RATE_INTERVAL}]))"
+
+
 def event_type_rows_per_second(scope: Scope = UNSCOPED) -> str:
     return f"sum by (event_type) (rate({selector(EVENT_TYPE_ROWS, scope)}[{RATE_INTERVAL}]))"
 

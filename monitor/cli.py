@@ -1,9 +1,131 @@
-"""Subcommands of this package (filled in by its issue)."""
+"""`streamops status`: which streams are ok, idle, lagging, stalled, failed or stopped."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from streamops.cli_support import add_json_option, add_lake_option, format_table, print_json
+
+if TYPE_CHECKING:
+    from monitor.fleet_status import StreamStatusRow
+
+STATUS_EPILOG = """examples:
+  streamops status --lake lake
+  streamops status --lake lake --json | jq '.streams[] | select(.status != "ok")'
+
+Works with the pipeline stopped: it reads <lake>/_system/query_progress and the source tables'
+Delta logs. Streams are listed worst first (failed, stalled, lagging, stopped, ok, idle).
+"""
+REASON_WIDTH = 70
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this package's subcommands to the `streamops` root parser."""
+    parser = subparsers.add_parser(
+        "status",
+        help="status, backlog and freshness of every stream (from the progress log)",
+        description="Show every stream's status (ok, idle, lagging, stalled, failed, stopped), "
+        "its last batch, backlog, freshness and rates.",
+        epilog=STATUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_lake_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from monitor.fleet_status import SEVERITY, fleet_status
+    from streamops.lake_layout import LakeLayout
+
+    lake = LakeLayout.at(args.lake)
+    now = time.time()
+    rows = fleet_status(lake, now=now)
+    counts = Counter(row.status for row in rows)
+    if args.json:
+        print_json(
+            {
+                "lake": str(lake.root),
+                "generated_at": datetime.fromtimestamp(now, tz=timezone.utc)
+                .isoformat()
+                .replace("+00:00", "Z"),
+                "counts": dict(sorted(counts.items())),
+                "streams": [row.to_json() for row in rows],
+            }
+        )
+        return 0
+    table = [
+        (
+            row.stream,
+            row.status.upper(),
+            _last_batch(row.last_batch_id, row.last_batch_at, now),
+            _backlog(row),
+            _seconds(row.freshness_seconds),
+            _rates(row.input_rows_per_second, row.processed_rows_per_second),
+            _clip(row.reason),
+        )
+        for row in rows
+    ]
+    print(
+        format_table(
+            ("STREAM", "STATUS", "LAST BATCH", "BACKLOG", "FRESHNESS", "ROWS/S IN/OUT", "REASON"), table
+        )
+    )
+    summary = ", ".join(f"{counts[s]} {s}" for s in SEVERITY if counts[s])
+    print(f"\n{len(rows)} streams: {summary or 'none'}")
+    return 0
+
+
+def _last_batch(batch_id: int | None, at: float | None, now: float) -> str:
+    if batch_id is None:
+        return "-"
+    return f"{batch_id} ({_seconds(now - at)} ago)" if at is not None else str(batch_id)
+
+
+def _backlog(row: "StreamStatusRow") -> str:
+    backlog = row.backlog
+    if backlog is None:
+        return "waiting" if row.pending else "-"
+    if backlog.is_empty:
+        return "none"
+    size, age = _bytes(backlog.bytes), _seconds(backlog.seconds)
+    return f"{_count(backlog.files, 'file')}, {size}, {_count(backlog.versions, 'version')}, {age}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    value = max(0.0, value)
+    if value < 120:
+        return f"{value:.0f}s"
+    if value < 7200:
+        return f"{value / 60:.0f}m"
+    if value < 172800:
+        return f"{value / 3600:.1f}h"
+    return f"{value / 86400:.1f}d"
+
+
+def _bytes(value: int) -> str:
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
+
+
+def _rates(rate_in: float | None, rate_out: float | None) -> str:
+    if rate_in is None and rate_out is None:
+        return "-"
+    return f"{rate_in or 0:.0f} / {rate_out or 0:.0f}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 3] + "..."

@@ -26,6 +26,11 @@ BATCH_PHASES: tuple[str, ...] = (
 )
 
 
+DEFAULT_METRICS_HOST = "127.0.0.1"
+DEFAULT_METRICS_PORT = 9108
+"""Where the exporter listens unless told otherwise; the sample Prometheus config scrapes it."""
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
@@ -43,12 +48,21 @@ STREAM_STATUS = MetricSpec(
 STREAM_INFO = MetricSpec(
     "streamops_stream", "info", "Identity of the stream: query id, run id and group", STREAM
 )
+STREAM_INFO_KEYS: tuple[str, ...] = ("query_id", "run_id", "group")
+"""Keys of STREAM_INFO's value, exposed as labels of `streamops_stream_info`; dashboards filter
+streams by `group` through them (empty for streams that serve no event group)."""
 INPUT_ROWS = MetricSpec("streamops_stream_input_rows_total", "counter", "Rows read by the stream", STREAM)
 INPUT_ROWS_PER_SECOND = MetricSpec(
-    "streamops_stream_input_rows_per_second", "gauge", "Input rate of the last batch", STREAM
+    "streamops_stream_input_rows_per_second",
+    "gauge",
+    "Input rate of the last batch: its rows over the time since the previous batch started",
+    STREAM,
 )
 PROCESSED_ROWS_PER_SECOND = MetricSpec(
-    "streamops_stream_processed_rows_per_second", "gauge", "Processing rate of the last batch", STREAM
+    "streamops_stream_processed_rows_per_second",
+    "gauge",
+    "Processing rate of the last batch: its rows over its duration",
+    STREAM,
 )
 BATCH_DURATION = MetricSpec(
     "streamops_stream_batch_duration_seconds", "gauge", "Wall time of the last batch", STREAM
@@ -62,7 +76,7 @@ BATCH_PHASE_DURATION = MetricSpec(
 LAST_PROGRESS = MetricSpec(
     "streamops_stream_last_progress_timestamp_seconds",
     "gauge",
-    "Unix time of the last progress event",
+    "Unix time the last batch finished (its progress event)",
     STREAM,
 )
 BATCH_ID = MetricSpec("streamops_stream_batch_id", "gauge", "Id of the last completed batch", STREAM)
@@ -124,6 +138,26 @@ STREAM_FAILURES = MetricSpec(
     "streamops_stream_failures_total", "counter", "Times the stream terminated with an exception", STREAM
 )
 
+MONITOR_EVENTS_DROPPED = MetricSpec(
+    "streamops_monitor_events_dropped_total",
+    "counter",
+    "Listener events the monitor dropped because its queue was full (raise queue_size)",
+    (),
+)
+MONITOR_PROGRESS_LOG_FAILURES = MetricSpec(
+    "streamops_monitor_progress_log_write_failures_total",
+    "counter",
+    "Failed commits to the _system/query_progress log (rows are kept and retried)",
+    (),
+)
+
+MONITOR_WORKER_CPU = MetricSpec(
+    "streamops_monitor_worker_cpu_seconds_total",
+    "counter",
+    "CPU time of the monitor's worker thread (parsing, backlog, progress log)",
+    (),
+)
+
 CATALOG: tuple[MetricSpec, ...] = (
     STREAM_UP,
     STREAM_STATUS,
@@ -147,5 +181,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     QUARANTINED_ROWS,
     SCHEMA_ALERTS,
     STREAM_FAILURES,
+    MONITOR_EVENTS_DROPPED,
+    MONITOR_PROGRESS_LOG_FAILURES,
+    MONITOR_WORKER_CPU,
 )
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

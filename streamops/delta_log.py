@@ -65,6 +65,13 @@ class Commit:
         return tuple(r for r in self.removes if r.data_change)
 
 
+@dataclass(frozen=True)
+class LogRetention:
+    earliest_commit: int
+    earliest_snapshot: int
+    latest_commit: int
+
+
 def commit_file_name(version: int) -> str:
     return f"{version:020d}.json"
 
@@ -161,6 +168,26 @@ class DeltaLog:
         if not versions:
             raise TableNotFoundError(f"no Delta commits under `{self._log_dir}`")
         return min(versions)
+
+    def retention(self) -> "LogRetention":
+        """What log cleanup has left: the oldest commit JSON and the oldest snapshot Delta can
+        still rebuild (a checkpoint with the commits after it, or commit 0). One listing."""
+        commits: list[int] = []
+        checkpoints: list[int] = []
+        for name in os.listdir(self._log_dir):
+            stem = name.split(".", 1)[0]
+            if not stem.isdigit():
+                continue
+            if ".checkpoint." in name:
+                checkpoints.append(int(stem))
+            elif name.endswith(".json") and name[:-5].isdigit():
+                commits.append(int(stem))
+        if not commits:
+            raise TableNotFoundError(f"no Delta commits under `{self._log_dir}`")
+        earliest = min(commits)
+        rebuildable = [c for c in checkpoints if c + 1 >= earliest]
+        earliest_snapshot = earliest if earliest == 0 else min(rebuildable, default=max(commits))
+        return LogRetention(earliest, earliest_snapshot, max(commits))
 
     def commit(self, version: int) -> Commit:
         path = self._log_dir / commit_file_name(version)

@@ -15,6 +15,7 @@ from streamops.exceptions import StreamopsError
 BRONZE_STREAM = "bronze"
 MANAGEMENT_STREAM = "management"
 SILVER_STREAM_PREFIX = "silver_"
+DELTA_LOG_DIR = "_delta_log"
 
 EVENT_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 STREAM_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -95,10 +96,24 @@ class LakeLayout:
         return self.checkpoints_root / _checked(stream, STREAM_NAME_PATTERN, "stream name")
 
     def checkpoint_dirs(self) -> list[Path]:
-        """Every checkpoint directory present, sorted by stream name."""
+        """Every checkpoint directory present, sorted by stream name.
+
+        Hidden directories (`.bronze.backup-...`, left by `checkpoint rewind`) are not streams:
+        a stream name never starts with a dot.
+        """
         if not self.checkpoints_root.is_dir():
             return []
-        return sorted(p for p in self.checkpoints_root.iterdir() if p.is_dir())
+        return sorted(
+            p for p in self.checkpoints_root.iterdir() if p.is_dir() and not p.name.startswith(".")
+        )
+
+    def table_dirs(self) -> list[Path]:
+        """Every Delta table present in the lake (bronze, silver/*, _system/*)."""
+        candidates = [self.bronze_events, self.bronze_quarantine]
+        for parent in (self.silver_root, self.system_root):
+            if parent.is_dir():
+                candidates.extend(sorted(p for p in parent.iterdir() if p.is_dir()))
+        return [p for p in candidates if (p / DELTA_LOG_DIR).is_dir()]
 
     def stream_source_table(self, stream: str) -> Path | None:
         """The Delta table a pipeline stream reads, or None for the file-sourced bronze stream."""

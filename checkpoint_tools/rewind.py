@@ -1,0 +1,269 @@
+"""Rewind a checkpoint so the next run plans again from batch N.
+
+Semantics (also in the README):
+- `offsets/N..` and `commits/N..` are removed, so batch N-1 is the latest planned and committed
+  batch and the next run plans batch N from batch N-1's end offset, with the options and limits
+  of that run. Rewinding to 0 removes every batch: the source picks its start again (a Delta
+  source without startingVersion starts from the table's snapshot at restart time).
+- A file source's log (`sources/<id>/`) is cut back to the logOffset batch N-1 recorded, so the
+  files of batches N.. count as new again; compacted logs are rewritten as Spark expects them.
+- Nothing else changes: the query id (`metadata`) stays, so sinks keyed by it still recognise
+  the stream. Stateful queries are refused: their state store would also need rewinding.
+- A sink written with txn (appId = stream, version = batch id) skips every replayed batch whose
+  id is <= its txn version; the plan lists, per sink, which batches will be skipped and which
+  written, and the table version to RESTORE to first if the replay must really rewrite them.
+Without `--yes` only the plan is shown. With it, the checkpoint is first copied to a hidden
+sibling directory `.<name>.backup-<UTC time>` (not mistaken for a stream by the lake layout).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from checkpoint_tools.checkpoint_reader import read_checkpoint
+from checkpoint_tools.correlation import BatchCorrelation, correlate
+from checkpoint_tools.exceptions import RewindError
+from checkpoint_tools.file_source_log import (
+    scan_file_source_log,
+    truncate_file_source_log,
+)
+from checkpoint_tools.metadata_log import remove_log_file
+from checkpoint_tools.sink_commits import StreamIdentity
+from streamops.delta_log import DeltaLog
+from streamops.lake_layout import LakeLayout
+
+RECENT_WRITE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class SinkEffect:
+    """What the replay does to one sink table."""
+
+    table: Path
+    txn: int | None
+    skipped_batches: tuple[int, ...]
+    written_batches: tuple[int, ...]
+    restore_version: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": str(self.table),
+            "txn": self.txn,
+            "skipped_batches": list(self.skipped_batches),
+            "written_batches": list(self.written_batches),
+            "restore_version": self.restore_version,
+        }
+
+
+@dataclass(frozen=True)
+class FileSourceRewind:
+    source_id: str
+    keep_before_log_batch: int
+    entries_released: int
+
+
+@dataclass(frozen=True)
+class RewindPlan:
+    checkpoint: Path
+    stream: str
+    to_batch: int
+    latest_planned: int
+    latest_committed: int | None
+    remove: tuple[Path, ...]
+    file_sources: tuple[FileSourceRewind, ...]
+    replayed: tuple[BatchCorrelation, ...]
+    sinks: tuple[SinkEffect, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def replayed_batch_ids(self) -> tuple[int, ...]:
+        return tuple(range(self.to_batch, self.latest_planned + 1))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checkpoint": str(self.checkpoint),
+            "stream": self.stream,
+            "to_batch": self.to_batch,
+            "latest_planned": self.latest_planned,
+            "latest_committed": self.latest_committed,
+            "replayed_batch_ids": list(self.replayed_batch_ids),
+            "remove": [str(p) for p in self.remove],
+            "file_sources": [
+                {
+                    "source_id": f.source_id,
+                    "keep_before_log_batch": f.keep_before_log_batch,
+                    "entries_released": f.entries_released,
+                }
+                for f in self.file_sources
+            ],
+            "replayed": [b.to_json() for b in self.replayed],
+            "sinks": [s.to_json() for s in self.sinks],
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class RewindResult:
+    plan: RewindPlan
+    backup: Path
+    actions: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applied": True,
+            "plan": self.plan.to_json(),
+            "backup": str(self.backup),
+            "actions": list(self.actions),
+        }
+
+
+def plan_rewind(
+    checkpoint: str | Path,
+    to_batch: int,
+    source_table: str | Path | None = None,
+    sink_tables: Sequence[str | Path] = (),
+    lake: LakeLayout | None = None,
+    stream: str | None = None,
+    now: float | None = None,
+) -> RewindPlan:
+    """Work out what rewinding to `to_batch` removes and what the next run will replay."""
+    ckpt = read_checkpoint(checkpoint)
+    latest = ckpt.latest_planned
+    if latest is None:
+        raise RewindError(f"`{ckpt.path}` has no planned batch: there is nothing to rewind")
+    if to_batch < 0 or to_batch > latest:
+        raise RewindError(f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)")
+    if ckpt.state.present:
+        raise RewindError(
+            f"`{ckpt.path}` has a state store (stateful query): rewinding offsets alone would leave state "
+            "from later batches; start the query on a new checkpoint instead"
+        )
+    previous = ckpt.offsets.get(to_batch - 1)
+    if to_batch > 0 and previous is None:
+        oldest = ckpt.offsets_listing.files[0].batch_id if ckpt.offsets_listing.files else latest
+        raise RewindError(
+            f"offsets/{to_batch - 1} of `{ckpt.path}` is gone or unreadable (Spark keeps only the newest "
+            f"batches), so batch {to_batch} has no start: rewind to a batch >= {oldest + 1}"
+        )
+    name = stream or ckpt.stream
+    remove = tuple(
+        f.path
+        for listing in (ckpt.offsets_listing, ckpt.commits_listing)
+        for f in listing.files
+        if f.batch_id >= to_batch
+    )
+    file_sources = []
+    for info in ckpt.source_logs:
+        if info.kind != "file_source":
+            continue
+        keep_before = _file_log_cut(previous.sources if previous else (), info.source_id, to_batch)
+        log = scan_file_source_log(ckpt.path, info.source_id)
+        released = sum(1 for e in log.entries if e.batch_id >= keep_before)
+        file_sources.append(FileSourceRewind(info.source_id, keep_before, released))
+    correlation = correlate(ckpt, source_table, sink_tables, lake, stream=name)
+    replayed = tuple(b for b in correlation.batches if b.batch.batch_id >= to_batch)
+    sinks = tuple(_sink_effect(Path(t), StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)
+                  for t in correlation.sink_tables)
+    warnings = _warnings(ckpt.path, to_batch, sinks, now)
+    return RewindPlan(
+        checkpoint=ckpt.path,
+        stream=name,
+        to_batch=to_batch,
+        latest_planned=latest,
+        latest_committed=ckpt.latest_committed,
+        remove=remove,
+        file_sources=tuple(file_sources),
+        replayed=replayed,
+        sinks=sinks,
+        warnings=warnings,
+    )
+
+
+def apply_rewind(plan: RewindPlan, backup_root: Path | None = None) -> RewindResult:
+    """Back the checkpoint up, then remove what the plan lists. Stop the query first."""
+    now = read_checkpoint(plan.checkpoint, last_batches=1)
+    if (now.latest_planned, now.latest_committed) != (plan.latest_planned, plan.latest_committed):
+        raise RewindError(
+            f"`{plan.checkpoint}` changed since the plan was made (now planned through "
+            f"{now.latest_planned}): stop the query, then plan the rewind again"
+        )
+    backup = backup_path(plan.checkpoint, backup_root)
+    shutil.copytree(plan.checkpoint, backup, symlinks=True)
+    actions = [f"copied {plan.checkpoint} to {backup}"]
+    for path in sorted(plan.remove, key=lambda p: (p.parent.name != "offsets", p.name)):
+        remove_log_file(path)
+        actions.append(f"removed {path}")
+    for source in plan.file_sources:
+        log = scan_file_source_log(plan.checkpoint, source.source_id)
+        actions.extend(truncate_file_source_log(log, source.keep_before_log_batch))
+    return RewindResult(plan, backup, tuple(actions))
+
+
+def backup_path(checkpoint: Path, backup_root: Path | None = None) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return (backup_root or checkpoint.parent) / f".{checkpoint.name}.backup-{stamp}"
+
+
+def _file_log_cut(previous_sources: tuple, source_id: str, to_batch: int) -> int:
+    """The first file-source log batch to drop: one past what batch N-1 recorded."""
+    if to_batch == 0:
+        return 0
+    if not source_id.isdigit() or int(source_id) >= len(previous_sources):
+        raise RewindError(
+            f"cannot tell which offsets line belongs to file source `{source_id}`; rewind is not safe"
+        )
+    offset = previous_sources[int(source_id)]
+    if offset.kind == "none":
+        return 0
+    if offset.kind != "file":
+        raise RewindError(f"sources/{source_id} is a file-source log but its offset is {offset.raw!r}")
+    return int(offset.file_log_offset) + 1
+
+
+def _sink_effect(
+    table: Path, identity: StreamIdentity, to_batch: int, latest: int, replayed: tuple[BatchCorrelation, ...]
+) -> SinkEffect:
+    log = DeltaLog(table)
+    versions = [v for v in (log.txn_version(a) for a in identity.app_ids) if v is not None]
+    txn = max(versions) if versions else None
+    batch_ids = range(to_batch, latest + 1)
+    skipped = tuple(b for b in batch_ids if txn is not None and b <= txn)
+    written = tuple(b for b in batch_ids if txn is None or b > txn)
+    commits = [c for b in replayed for c in b.sink_commits if c.table == table]
+    restore = min(c.version for c in commits) - 1 if commits else None
+    return SinkEffect(table, txn, skipped, written, restore)
+
+
+def _warnings(checkpoint: Path, to_batch: int, sinks: tuple[SinkEffect, ...], now: float | None) -> tuple[str, ...]:
+    warnings = []
+    newest = max((p.stat().st_mtime for d in ("offsets", "commits") for p in (checkpoint / d).glob("*")), default=0.0)
+    age = (time.time() if now is None else now) - newest
+    if age < RECENT_WRITE_SECONDS:
+        warnings.append(
+            f"the checkpoint was written {age:.0f}s ago: make sure the query is stopped before applying"
+        )
+    if to_batch == 0:
+        warnings.append(
+            "rewinding to batch 0 makes each source choose its start again (a Delta source without "
+            "startingVersion starts from the table snapshot at restart time)"
+        )
+    for sink in sinks:
+        if sink.skipped_batches:
+            restore = (
+                f"; to rewrite them, RESTORE `{sink.table}` to version {sink.restore_version} first"
+                if sink.restore_version is not None
+                else ""
+            )
+            warnings.append(
+                f"`{sink.table}` holds batches through {sink.txn}: replayed batches "
+                f"{sink.skipped_batches[0]}..{sink.skipped_batches[-1]} will be skipped by the idempotent "
+                f"writer{restore}. Keep maxFilesPerTrigger/maxBytesPerTrigger unchanged so every replayed "
+                "batch spans exactly the data it spanned before; a larger batch would have its new data skipped too"
+            )
+    return tuple(warnings)

@@ -1,0 +1,168 @@
+"""Which commits of a sink table a stream's batches produced, found by identity.
+
+A batch commit is recognised, in order of trust, by
+- its `txn` action: appId = the stream name (streamops writers, kafka-delta-ingest style) or the
+  query id (Delta's own streaming sink), version = batch id;
+- streamops commitInfo keys (`streamops.stream`, `streamops.batchId`; also inside the
+  `userMetadata` JSON that the native connector writes);
+- Delta's streaming sink commitInfo: operation STREAMING UPDATE with operationParameters
+  queryId and epochId.
+Never by "the latest version": a table several streams write, or a replayed batch, would lie.
+The log is read newest first and only as far back as the caller needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from streamops.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
+from streamops.delta_log import Commit, DeltaLog
+from streamops.exceptions import StreamopsError
+
+MatchKind = Literal["txn", "commit_info", "streaming_update"]
+
+
+@dataclass(frozen=True)
+class StreamIdentity:
+    """How a stream names itself in the tables it writes."""
+
+    stream: str
+    query_id: str | None = None
+
+    @property
+    def app_ids(self) -> tuple[str, ...]:
+        return (self.stream,) if not self.query_id else (self.stream, self.query_id)
+
+
+@dataclass(frozen=True)
+class SinkCommit:
+    table: Path
+    version: int
+    batch_id: int
+    matched_by: MatchKind
+    timestamp_ms: int | None
+    rows: int | None
+    bytes: int
+    files: int
+    query_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": str(self.table),
+            "version": self.version,
+            "batch_id": self.batch_id,
+            "matched_by": self.matched_by,
+            "timestamp_ms": self.timestamp_ms,
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "files": self.files,
+            "query_id": self.query_id,
+        }
+
+
+def batch_of(commit: Commit, identity: StreamIdentity) -> tuple[int, MatchKind, str | None] | None:
+    """(batch id, how it was recognised, query id recorded) when `commit` is one of the stream's."""
+    info = commit.commit_info
+    recorded = _batch_info(info)
+    query_id = recorded.query_id if recorded else _streaming_query_id(info)
+    for app_id in identity.app_ids:
+        if app_id in commit.txns:
+            return commit.txns[app_id], "txn", query_id
+    if recorded is not None and recorded.stream == identity.stream:
+        return recorded.batch_id, "commit_info", recorded.query_id
+    params = info.get("operationParameters") or {}
+    if (
+        identity.query_id
+        and info.get("operation") == STREAMING_OPERATION
+        and params.get("queryId") == identity.query_id
+        and str(params.get("epochId", "")).isdigit()
+    ):
+        return int(params["epochId"]), "streaming_update", identity.query_id
+    return None
+
+
+def sink_commit(table: Path, commit: Commit, identity: StreamIdentity) -> SinkCommit | None:
+    found = batch_of(commit, identity)
+    if found is None:
+        return None
+    batch_id, matched_by, query_id = found
+    adds = commit.data_adds
+    counted = [a.num_records for a in adds]
+    rows = sum(c for c in counted if c is not None) if adds and None not in counted else _metric_rows(commit)
+    return SinkCommit(
+        table=table,
+        version=commit.version,
+        batch_id=batch_id,
+        matched_by=matched_by,
+        timestamp_ms=commit.timestamp_ms,
+        rows=rows,
+        bytes=sum(a.size for a in adds),
+        files=len(adds),
+        query_id=query_id,
+    )
+
+
+def scan_sink_commits(
+    log: DeltaLog,
+    identity: StreamIdentity,
+    down_to_batch: int | None = None,
+    max_commits: int | None = None,
+) -> list[SinkCommit]:
+    """The stream's commits in `log`, newest first.
+
+    Stops below the first commit of a batch older than `down_to_batch` (a stream's own commits
+    are in batch order), after `max_commits` commits read, or where log cleanup left off.
+    """
+    found: list[SinkCommit] = []
+    try:
+        latest = log.retention().latest_commit  # one directory listing, no snapshot load
+    except (StreamopsError, OSError):
+        return found
+    read = 0
+    for version in range(latest, -1, -1):
+        if max_commits is not None and read >= max_commits:
+            break
+        read += 1
+        try:
+            commit = log.commit(version)
+        except StreamopsError:
+            break  # log cleanup removed the older commits
+        match = sink_commit(log.table, commit, identity)
+        if match is None:
+            continue
+        found.append(match)
+        if down_to_batch is not None and match.batch_id < down_to_batch:
+            break
+    return found
+
+
+def _batch_info(info: Mapping[str, Any]) -> BatchCommitInfo | None:
+    recorded = BatchCommitInfo.from_commit_info(info)
+    if recorded is not None:
+        return recorded
+    user_metadata = info.get("userMetadata")
+    if isinstance(user_metadata, str) and user_metadata.startswith("{"):
+        try:
+            return BatchCommitInfo.from_commit_info(orjson.loads(user_metadata))
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def _streaming_query_id(info: Mapping[str, Any]) -> str | None:
+    params = info.get("operationParameters") or {}
+    value = params.get("queryId")
+    return str(value) if value else None
+
+
+def _metric_rows(commit: Commit) -> int | None:
+    metrics = commit.commit_info.get("operationMetrics") or {}
+    for key in ("num_added_rows", "numOutputRows"):
+        if key in metrics:
+            return int(metrics[key])
+    return None

@@ -1,0 +1,112 @@
+"""The Delta table a checkpoint's Delta source reads, seen from the checkpoint's side.
+
+Wraps the shared `DeltaLog`/`DeltaFileIndex` with the few questions correlation and diagnosis
+ask: is the table there, is it the same table, how far back does its log reach, which files lie
+between two recorded offsets, and are those files still on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import unquote
+
+from deltalake.exceptions import DeltaError
+
+from checkpoint_tools.checkpoint_reader import Checkpoint
+from streamops.delta_log import DeltaLog, LogRetention
+from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset, IndexedFile
+from streamops.exceptions import TableNotFoundError, VersionNotInLogError
+
+
+def delta_source_slot(checkpoint: Checkpoint) -> int | None:
+    """Position of the (first) Delta source in the offsets lines, from the newest batch read."""
+    for batch_id in sorted(checkpoint.offsets, reverse=True):
+        for slot, offset in enumerate(checkpoint.offsets[batch_id].sources):
+            if offset.kind == "delta":
+                return slot
+    return None
+
+
+def delta_end(checkpoint: Checkpoint, batch_id: int | None, slot: int) -> DeltaSourceOffset | None:
+    """The Delta end offset batch `batch_id` recorded for the source at `slot`."""
+    if batch_id is None or batch_id not in checkpoint.offsets:
+        return None
+    sources = checkpoint.offsets[batch_id].sources
+    return sources[slot].delta if slot < len(sources) else None
+
+
+@dataclass
+class SourceTable:
+    path: Path
+
+    @cached_property
+    def log(self) -> DeltaLog:
+        return DeltaLog(self.path)
+
+    @cached_property
+    def index(self) -> DeltaFileIndex:
+        return DeltaFileIndex(self.log, skip_change_commits=True)
+
+    def exists(self) -> bool:
+        """Loads the table once (delta-rs); every later question reuses that load."""
+        try:
+            self.log.delta_table  # noqa: B018 - loading is the check
+        except TableNotFoundError:
+            return False
+        return True
+
+    @cached_property
+    def table_id(self) -> str:
+        return self.log.table_id()
+
+    @cached_property
+    def latest_version(self) -> int:
+        return self.log.latest_version()
+
+    @cached_property
+    def retention(self) -> LogRetention:
+        return self.log.retention()
+
+    def files_between(self, start: DeltaSourceOffset | None, end: DeltaSourceOffset) -> list[IndexedFile]:
+        """Exactly the files a batch from `start` to `end` read.
+
+        Raises `VersionNotInLogError` when log cleanup removed what the range needs.
+        """
+        try:
+            return self.index.files_between(start, end)
+        except DeltaError as error:
+            raise VersionNotInLogError(
+                f"cannot rebuild the snapshot at version {end.reservoir_version} of `{self.path}` "
+                f"(log cleanup removed it): {str(error).splitlines()[0]}"
+            ) from error
+
+    def files_after(self, position: DeltaSourceOffset) -> list[IndexedFile]:
+        """Every file after `position` through the latest version: what is still to be read."""
+        try:
+            return list(self.index.files_after(position, self.latest_version))
+        except DeltaError as error:
+            raise VersionNotInLogError(
+                f"cannot rebuild the snapshot at version {position.reservoir_version} of "
+                f"`{self.path}` (log cleanup removed it): {str(error).splitlines()[0]}"
+            ) from error
+
+    def first_needed_version(self, position: DeltaSourceOffset) -> tuple[int, bool] | None:
+        """(version, needs its snapshot) the next batch after `position` must read, or None when
+        the stream is waiting for versions that do not exist yet."""
+        if position.is_starting_version:
+            return position.reservoir_version, True
+        if position.reservoir_version > self.latest_version:
+            return None
+        return position.reservoir_version, False
+
+    def missing_files(self, files: list[IndexedFile]) -> list[IndexedFile]:
+        """Files the log still lists but the storage no longer holds (VACUUM ran)."""
+        root = str(self.path)
+        return [
+            f
+            for f in files
+            if not os.path.exists(f.file.path if f.file.path.startswith("/") else f"{root}/{unquote(f.file.path)}")
+        ]

@@ -1,0 +1,289 @@
+"""What the monitor knows about every stream and event type right now.
+
+The worker thread applies listener events; the pipeline pushes table commits, event times and
+quarantine counts from foreachBatch; the exporter takes a `snapshot()` at scrape time. One lock
+guards it all and is held only for dictionary updates, never for I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, QueryStarted, QueryTerminated
+from monitor.source_backlog import BacklogReading
+from monitor.status_rules import DEFAULT_POLICY, ProgressSample, StatusPolicy, StreamObservation
+from streamops.backlog import Backlog
+from streamops.lake_layout import SILVER_STREAM_PREFIX
+
+
+def group_of(stream: str) -> str:
+    """The event group a pipeline stream serves (`silver_<group>`), empty for other streams."""
+    return stream[len(SILVER_STREAM_PREFIX) :] if stream.startswith(SILVER_STREAM_PREFIX) else ""
+
+
+def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> ProgressSample:
+    duration_ms = progress.duration_ms.get("triggerExecution", progress.batch_duration_ms)
+    return ProgressSample(
+        timestamp=progress.timestamp,
+        batch_id=progress.batch_id,
+        num_input_rows=progress.num_input_rows,
+        processed_rows_per_second=progress.processed_rows_per_second,
+        duration_seconds=duration_ms / 1000.0,
+        backlog=reading.backlog if reading else None,
+        pending=reading.pending if reading else None,
+    )
+
+
+@dataclass
+class _StreamState:
+    stream: str
+    query_id: str
+    run_id: str
+    samples: deque[ProgressSample]
+    active: bool = True
+    started_at: float | None = None
+    stopped_at: float | None = None
+    exception: str | None = None
+    failures: int = 0
+    input_rows_total: int = 0
+    last_progress: QueryProgress | None = None
+    last_event_at: float | None = None
+    last_idle_at: float | None = None
+    reading: BacklogReading | None = None
+    pending_since: float | None = None
+    max_event_time: float | None = None
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """One stream at scrape time: immutable, safe to read without the lock."""
+
+    stream: str
+    query_id: str
+    run_id: str
+    group: str
+    observation: StreamObservation
+    input_rows_total: int
+    failures: int
+    last_progress: QueryProgress | None
+    max_event_time: float | None
+
+    @property
+    def backlog(self) -> Backlog | None:
+        return self.observation.backlog
+
+
+@dataclass
+class EventTypeView:
+    event_type: str
+    group: str
+    rows_total: int = 0
+    last_commit_time: float | None = None
+    schema_version: int | None = None
+    max_event_time: float | None = None
+
+
+@dataclass(frozen=True)
+class FleetSnapshot:
+    streams: tuple[StreamView, ...]
+    event_types: tuple[EventTypeView, ...]
+    quarantined: tuple[tuple[str, str, int], ...]
+    schema_alerts: tuple[tuple[str, int], ...]
+    dropped_events: int = 0
+    progress_log_failures: int = 0
+
+
+@dataclass
+class _Counters:
+    quarantined: dict[tuple[str, str], int] = field(default_factory=dict)
+    schema_alerts: dict[str, int] = field(default_factory=dict)
+    progress_log_failures: int = 0
+
+
+class Fleet:
+    def __init__(self, policy: StatusPolicy = DEFAULT_POLICY) -> None:
+        self.policy = policy
+        self._lock = threading.Lock()
+        self._streams: dict[str, _StreamState] = {}
+        self._by_query_id: dict[str, str] = {}
+        self._event_types: dict[str, EventTypeView] = {}
+        self._counters = _Counters()
+
+    # -- listener events (worker thread) --------------------------------------------------------
+
+    def apply(self, event: MonitorEvent, reading: BacklogReading | None = None) -> str | None:
+        """Fold one listener event into the fleet; returns the stream it belongs to (None when
+        an idle/termination event names a query this monitor never saw start or progress)."""
+        with self._lock:
+            if isinstance(event, QueryStarted):
+                state = self._stream(event.stream, event.query_id, event.run_id)
+                state.samples.clear()
+                state.active, state.started_at, state.stopped_at = True, event.timestamp, None
+                state.exception, state.reading, state.pending_since = None, None, None
+                state.last_event_at = event.timestamp
+                return state.stream
+            if isinstance(event, QueryProgress):
+                state = self._stream(event.stream, event.query_id, event.run_id)
+                state.active, state.stopped_at = True, None
+                state.last_progress = event
+                state.samples.append(sample_of(event, reading))
+                state.input_rows_total += event.num_input_rows
+                state.last_event_at = event.timestamp + event.batch_duration_ms / 1000.0
+                if (newest := event.event_time.get("max")) is not None:
+                    state.max_event_time = max(newest, state.max_event_time or newest)
+                if reading is not None:
+                    self._set_reading(state, reading)
+                return state.stream
+            stream = self._by_query_id.get(event.query_id)
+            state = self._streams.get(stream) if stream else None
+            if state is None:
+                return None
+            if isinstance(event, QueryIdle):
+                state.last_idle_at = event.timestamp
+                state.last_event_at = max(event.timestamp, state.last_event_at or event.timestamp)
+            elif isinstance(event, QueryTerminated):
+                state.active, state.stopped_at = False, event.timestamp
+                state.exception = event.message
+                if event.exception:
+                    state.failures += 1
+            return state.stream
+
+    def update_backlog(self, stream: str, reading: BacklogReading) -> None:
+        with self._lock:
+            state = self._streams.get(stream)
+            if state is not None:
+                self._set_reading(state, reading)
+
+    def due_for_backlog(self, now: float, older_than_s: float) -> list[QueryProgress]:
+        """The last progress of each active stream whose backlog reading is older than
+        `older_than_s`: a blocked stream emits no progress, so its backlog is re-measured."""
+        with self._lock:
+            return [
+                s.last_progress
+                for s in self._streams.values()
+                if s.active
+                and s.last_progress is not None
+                and (s.reading is None or now - s.reading.measured_at >= older_than_s)
+            ]
+
+    # -- pushes from the pipeline (any thread) --------------------------------------------------
+
+    def record_table_commit(
+        self,
+        event_type: str,
+        group: str,
+        rows: int,
+        commit_time: float,
+        schema_version: int,
+        max_event_time: float | None,
+    ) -> None:
+        with self._lock:
+            view = self._event_types.get(event_type)
+            if view is None:
+                view = self._event_types[event_type] = EventTypeView(event_type, group)
+            view.group = group
+            view.rows_total += rows
+            view.last_commit_time = max(commit_time, view.last_commit_time or commit_time)
+            view.schema_version = schema_version
+            if max_event_time is not None:
+                view.max_event_time = max(max_event_time, view.max_event_time or max_event_time)
+
+    def record_stream_event_time(self, stream: str, max_event_time: float) -> None:
+        with self._lock:
+            state = self._streams.get(stream)
+            if state is None:
+                state = self._streams[stream] = _StreamState(
+                    stream, "", "", deque(maxlen=self.policy.window), active=True
+                )
+            state.max_event_time = max(max_event_time, state.max_event_time or max_event_time)
+
+    def record_quarantine(self, stream: str, reason: str, rows: int) -> None:
+        with self._lock:
+            key = (stream, reason)
+            self._counters.quarantined[key] = self._counters.quarantined.get(key, 0) + rows
+
+    def record_schema_alert(self, event_type: str) -> None:
+        with self._lock:
+            alerts = self._counters.schema_alerts
+            alerts[event_type] = alerts.get(event_type, 0) + 1
+
+    def record_progress_log_failure(self) -> None:
+        with self._lock:
+            self._counters.progress_log_failures += 1
+
+    def max_event_time(self, stream: str) -> float | None:
+        with self._lock:
+            state = self._streams.get(stream)
+            return state.max_event_time if state else None
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def snapshot(self, dropped_events: int = 0) -> FleetSnapshot:
+        with self._lock:
+            streams = tuple(self._view(s) for s in self._streams.values() if s.query_id)
+            event_types = tuple(
+                EventTypeView(
+                    v.event_type,
+                    v.group,
+                    v.rows_total,
+                    v.last_commit_time,
+                    v.schema_version,
+                    v.max_event_time,
+                )
+                for v in self._event_types.values()
+            )
+            quarantined = tuple((s, r, n) for (s, r), n in self._counters.quarantined.items())
+            alerts = tuple(self._counters.schema_alerts.items())
+            failures = self._counters.progress_log_failures
+        return FleetSnapshot(streams, event_types, quarantined, alerts, dropped_events, failures)
+
+    def _view(self, state: _StreamState) -> StreamView:
+        reading = state.reading
+        return StreamView(
+            stream=state.stream,
+            query_id=state.query_id,
+            run_id=state.run_id,
+            group=group_of(state.stream),
+            observation=StreamObservation(
+                active=state.active,
+                exception=state.exception,
+                started_at=state.started_at,
+                stopped_at=state.stopped_at,
+                last_event_at=state.last_event_at,
+                last_idle_at=state.last_idle_at,
+                samples=tuple(state.samples),
+                backlog=reading.backlog if reading else None,
+                pending=reading.pending if reading else None,
+                pending_since=state.pending_since,
+            ),
+            input_rows_total=state.input_rows_total,
+            failures=state.failures,
+            last_progress=state.last_progress,
+            max_event_time=state.max_event_time,
+        )
+
+    def _stream(self, stream: str, query_id: str, run_id: str) -> _StreamState:
+        state = self._streams.get(stream)
+        if state is None:
+            state = self._streams[stream] = _StreamState(
+                stream, query_id, run_id, deque(maxlen=self.policy.window)
+            )
+        if state.run_id != run_id:
+            state.samples.clear()
+        state.query_id, state.run_id = query_id, run_id
+        self._by_query_id[query_id] = stream
+        return state
+
+    @staticmethod
+    def _set_reading(state: _StreamState, reading: BacklogReading) -> None:
+        if reading.pending:
+            known = reading.pending_since
+            if known is not None:
+                state.pending_since = known
+            elif state.pending_since is None or not (state.reading and state.reading.pending):
+                state.pending_since = reading.measured_at
+        else:
+            state.pending_since = None
+        state.reading = reading

@@ -1,0 +1,309 @@
+"""`streamops status`: the fleet table from the progress log and the Delta logs, no Spark needed.
+
+Works with the pipeline stopped: the status rules run offline (`active` unknown), the backlog is
+measured now from each stream's last processed offsets, and a stream that logged no event for
+longer than the idle heartbeat allows is reported stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pandas as pd
+
+from monitor.metric_catalog import StreamStatus
+from monitor.progress_event import SourceProgress, exception_summary
+from monitor.progress_log import ACTIVITY_EVENTS, LIFECYCLE_EVENTS, PHASE_COLUMNS, ProgressLog
+from monitor.source_backlog import BacklogReading, SourceBacklog
+from monitor.status_rules import (
+    DEFAULT_POLICY,
+    ProgressSample,
+    StatusPolicy,
+    StreamObservation,
+    arrival_rate,
+    evaluate,
+)
+from streamops.backlog import Backlog
+from streamops.lake_layout import LakeLayout
+
+SEVERITY: tuple[StreamStatus, ...] = ("failed", "stalled", "lagging", "stopped", "ok", "idle")
+"""Order of the fleet table: what needs a human first."""
+
+ACTIVITY_COLUMNS = [
+    "event",
+    "stream",
+    "run_id",
+    "timestamp",
+    "batch_id",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "batch_duration_ms",
+    PHASE_COLUMNS["triggerExecution"],
+    "event_time_max",
+    "sources",
+    "backlog_pending",
+    "backlog_versions",
+    "backlog_files",
+    "backlog_bytes",
+    "backlog_seconds",
+]
+LIFECYCLE_COLUMNS = ["event", "stream", "query_id", "run_id", "timestamp", "exception"]
+ONE_DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class StreamStatusRow:
+    stream: str
+    status: StreamStatus
+    reason: str
+    query_id: str | None
+    run_id: str | None
+    last_batch_id: int | None
+    last_batch_at: float | None
+    last_event_at: float | None
+    backlog: Backlog | None
+    pending: bool | None
+    freshness_seconds: float | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON form (documented in the README)."""
+        return {
+            "stream": self.stream,
+            "status": self.status,
+            "reason": self.reason,
+            "query_id": self.query_id,
+            "run_id": self.run_id,
+            "last_batch_id": self.last_batch_id,
+            "last_batch_at": _iso(self.last_batch_at),
+            "last_event_at": _iso(self.last_event_at),
+            "backlog": None
+            if self.backlog is None
+            else {
+                "versions": self.backlog.versions,
+                "files": self.backlog.files,
+                "bytes": self.backlog.bytes,
+                "seconds": round(self.backlog.seconds, 3),
+            },
+            "pending": self.pending,
+            "freshness_seconds": _round(self.freshness_seconds),
+            "input_rows_per_second": _round(self.input_rows_per_second),
+            "processed_rows_per_second": _round(self.processed_rows_per_second),
+        }
+
+
+def fleet_status(
+    lake: LakeLayout, now: float | None = None, policy: StatusPolicy = DEFAULT_POLICY
+) -> list[StreamStatusRow]:
+    """Every stream in the progress log, worst status first, then by name."""
+    current = time.time() if now is None else now
+    log = ProgressLog(lake.query_progress)
+    lifecycle = log.read(columns=LIFECYCLE_COLUMNS, events=LIFECYCLE_EVENTS).to_pandas()
+    lifecycle = lifecycle.sort_values("timestamp", kind="stable")
+    last_life = {r["stream"]: r for r in lifecycle.groupby("stream").tail(1).to_dict("records")}
+
+    activity = _recent_activity(log, lifecycle, policy.window).sort_values("timestamp", kind="stable")
+    run_of = pd.Series({stream: row["run_id"] for stream, row in last_life.items()}, dtype=object)
+    # only the current run of a stream counts (a stream the log never saw start keeps all rows)
+    in_current_run = (activity["run_id"] == activity["stream"].map(run_of)) | ~activity["stream"].isin(
+        run_of.index
+    )
+    activity = activity[in_current_run]
+    progress: dict[str, list[dict[str, Any]]] = {}
+    for row in (
+        activity[activity["event"] == "progress"].groupby("stream").tail(policy.window).to_dict("records")
+    ):
+        progress.setdefault(row["stream"], []).append(row)
+    last_idle = activity[activity["event"] == "idle"].groupby("stream")["timestamp"].max().to_dict()
+    newest_event_time = activity.groupby("stream")["event_time_max"].max().to_dict()
+
+    backlog = SourceBacklog(lake)
+    rows = [
+        _stream_row(
+            stream,
+            last_life.get(stream),
+            progress.get(stream, []),
+            last_idle.get(stream),
+            newest_event_time.get(stream),
+            backlog,
+            current,
+            policy,
+        )
+        for stream in sorted(set(last_life) | set(activity["stream"]))
+    ]
+    return sorted(rows, key=lambda r: (SEVERITY.index(r.status), r.stream))
+
+
+def _recent_activity(log: ProgressLog, lifecycle: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Progress and idle rows, newest day first, until every stream has a full window or the
+    day its current run started has been read (older days hold nothing of that run)."""
+    started = lifecycle[lifecycle["event"] == "started"].groupby("stream")["timestamp"].max()
+    run_start_day = {stream: ts.date() for stream, ts in started.items()}
+    frames: list[pd.DataFrame] = []
+    known = set(lifecycle["stream"])
+    counts: dict[str, int] = {}
+    for day in log.days():
+        frame = log.read(columns=ACTIVITY_COLUMNS, events=ACTIVITY_EVENTS, days=[day]).to_pandas()
+        frames.append(frame)
+        known |= set(frame["stream"])
+        for stream, n in frame[frame["event"] == "progress"]["stream"].value_counts().items():
+            counts[stream] = counts.get(stream, 0) + int(n)
+        if all(counts.get(s, 0) >= window or run_start_day.get(s, day - ONE_DAY) >= day for s in known):
+            break
+    if not frames:
+        return pd.DataFrame(columns=ACTIVITY_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _stream_row(
+    stream: str,
+    last_life: dict[str, Any] | None,
+    progress: list[dict[str, Any]],
+    last_idle: Any,
+    newest_event_time: Any,
+    backlog: SourceBacklog,
+    now: float,
+    policy: StatusPolicy,
+) -> StreamStatusRow:
+    samples = tuple(_sample(r) for r in progress)
+    last = progress[-1] if progress else None
+    reading = _current_backlog(stream, last, backlog, samples, now)
+    terminated = last_life is not None and last_life["event"] == "terminated"
+    started_at = _epoch(last_life["timestamp"]) if last_life is not None and not terminated else None
+    last_idle_at = _epoch(last_idle)
+    marks = [
+        t for t in (samples[-1].ended_at if samples else None, last_idle_at, started_at) if t is not None
+    ]
+    observation = StreamObservation(
+        active=False if terminated else None,
+        exception=exception_summary(last_life["exception"]) if terminated else None,
+        started_at=started_at,
+        stopped_at=_epoch(last_life["timestamp"]) if terminated else None,
+        last_event_at=max(marks) if marks else None,
+        last_idle_at=last_idle_at,
+        samples=samples,
+        backlog=reading.backlog,
+        pending=reading.pending,
+        pending_since=_pending_since(reading, samples),
+    )
+    verdict = evaluate(observation, now, policy, offline=True)
+    event_time_max = _epoch(newest_event_time)
+    rate = arrival_rate(samples[-2], samples[-1]) if len(samples) >= 2 else None
+    run_id = last_life["run_id"] if last_life is not None else (last["run_id"] if last is not None else None)
+    return StreamStatusRow(
+        stream=stream,
+        status=verdict.status,
+        reason=verdict.reason,
+        query_id=last_life["query_id"] if last_life is not None else None,
+        run_id=run_id,
+        last_batch_id=samples[-1].batch_id if samples else None,
+        last_batch_at=samples[-1].ended_at if samples else None,
+        last_event_at=observation.last_event_at,
+        backlog=reading.backlog,
+        pending=reading.pending,
+        freshness_seconds=max(0.0, now - event_time_max) if event_time_max is not None else None,
+        input_rows_per_second=rate if rate is not None else _float(last, "input_rows_per_second"),
+        processed_rows_per_second=_float(last, "processed_rows_per_second"),
+    )
+
+
+def _sample(row: dict[str, Any]) -> ProgressSample:
+    duration_ms = _int(row[PHASE_COLUMNS["triggerExecution"]])
+    if duration_ms is None:
+        duration_ms = _int(row["batch_duration_ms"]) or 0
+    files = _int(row["backlog_files"])
+    return ProgressSample(
+        timestamp=_epoch(row["timestamp"]) or 0.0,
+        batch_id=_int(row["batch_id"]) or 0,
+        num_input_rows=_int(row["num_input_rows"]) or 0,
+        processed_rows_per_second=_float(row, "processed_rows_per_second") or 0.0,
+        duration_seconds=duration_ms / 1000.0,
+        backlog=None
+        if files is None
+        else Backlog(
+            versions=_int(row["backlog_versions"]) or 0,
+            files=files,
+            bytes=_int(row["backlog_bytes"]) or 0,
+            seconds=_float(row, "backlog_seconds") or 0.0,
+        ),
+        pending=None if _missing(row["backlog_pending"]) else bool(row["backlog_pending"]),
+    )
+
+
+def _current_backlog(
+    stream: str,
+    last: dict[str, Any] | None,
+    backlog: SourceBacklog,
+    samples: tuple[ProgressSample, ...],
+    now: float,
+) -> BacklogReading:
+    """Measure now from the last processed offsets; fall back to what the log recorded."""
+    if last is not None and last["sources"] is not None and len(last["sources"]):
+        sources = [
+            SourceProgress(
+                description=s["description"] or "",
+                start_offset=s["start_offset"],
+                end_offset=s["end_offset"],
+                latest_offset=s["latest_offset"],
+                num_input_rows=int(s["num_input_rows"] or 0),
+                input_rows_per_second=float(s["input_rows_per_second"] or 0.0),
+                processed_rows_per_second=float(s["processed_rows_per_second"] or 0.0),
+            )
+            for s in last["sources"]
+        ]
+        reading = backlog.measure(stream, sources)
+        if reading.backlog is not None:
+            return reading
+    if samples:
+        return BacklogReading(samples[-1].backlog, samples[-1].pending, samples[-1].ended_at)
+    return BacklogReading(None, None, now)
+
+
+def _pending_since(reading: BacklogReading, samples: tuple[ProgressSample, ...]) -> float | None:
+    if not reading.pending:
+        return None
+    if reading.pending_since is not None:
+        return reading.pending_since
+    since = None
+    for sample in reversed(samples):
+        if not sample.pending:
+            break
+        since = sample.ended_at
+    return since
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, (str, list, dict)) and bool(pd.isna(value)))
+
+
+def _epoch(value: Any) -> float | None:
+    if _missing(value):
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return pd.Timestamp(value).timestamp()
+
+
+def _int(value: Any) -> int | None:
+    return None if _missing(value) else int(value)
+
+
+def _float(row: dict[str, Any] | None, column: str) -> float | None:
+    if row is None or _missing(row[column]):
+        return None
+    return float(row[column])
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

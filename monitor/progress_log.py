@@ -1,0 +1,237 @@
+"""The durable query-progress log: `<lake>/_system/query_progress`, a Delta table.
+
+Every progress event is kept whole (`json`) with its key fields as columns, so "what did batch
+412 read" is a filter, not a JSON parse. Start and termination events (with the exception text)
+are rows too, and idle events as a heartbeat (at most one per stream per minute), which lets
+`streamops status` tell a quiet stream from a dead one with the pipeline stopped.
+
+Rows are appended in batched commits by the monitor's worker (one commit per flush interval,
+not per event). The table is partitioned by `event_date` and `event`: retention drops whole
+days, and lifecycle rows (a few per run) are read without scanning progress.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import CommitProperties
+
+from monitor.exceptions import ProgressLogNotFoundError
+from monitor.metric_catalog import BATCH_PHASES
+from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, QueryStarted, QueryTerminated
+from monitor.source_backlog import BacklogReading
+
+PARTITION_COLUMNS = ["event_date", "event"]
+LIFECYCLE_EVENTS = ("started", "terminated")
+ACTIVITY_EVENTS = ("progress", "idle")
+UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def phase_column(phase: str) -> str:
+    """`addBatch` -> `duration_add_batch_ms`: one column per Spark durationMs phase."""
+    return "duration_" + re.sub(r"(?<!^)(?=[A-Z])", "_", phase).lower() + "_ms"
+
+
+PHASE_COLUMNS: dict[str, str] = {phase: phase_column(phase) for phase in BATCH_PHASES}
+
+SOURCE_TYPE = pa.struct(
+    [
+        ("description", pa.string()),
+        ("start_offset", pa.string()),
+        ("end_offset", pa.string()),
+        ("latest_offset", pa.string()),
+        ("num_input_rows", pa.int64()),
+        ("input_rows_per_second", pa.float64()),
+        ("processed_rows_per_second", pa.float64()),
+    ]
+)
+
+SCHEMA = pa.schema(
+    [
+        ("event_date", pa.date32()),
+        ("event", pa.string()),
+        ("timestamp", UTC_TIMESTAMP),
+        ("recorded_at", UTC_TIMESTAMP),
+        ("stream", pa.string()),
+        ("query_id", pa.string()),
+        ("run_id", pa.string()),
+        ("name", pa.string()),
+        ("batch_id", pa.int64()),
+        ("num_input_rows", pa.int64()),
+        ("input_rows_per_second", pa.float64()),
+        ("processed_rows_per_second", pa.float64()),
+        ("batch_duration_ms", pa.int64()),
+        *[(column, pa.int64()) for column in PHASE_COLUMNS.values()],
+        ("event_time_max", UTC_TIMESTAMP),
+        ("sources", pa.list_(SOURCE_TYPE)),
+        ("sink", pa.string()),
+        ("sink_output_rows", pa.int64()),
+        ("backlog_pending", pa.bool_()),
+        ("backlog_versions", pa.int64()),
+        ("backlog_files", pa.int64()),
+        ("backlog_bytes", pa.int64()),
+        ("backlog_seconds", pa.float64()),
+        ("exception", pa.string()),
+        ("error_class", pa.string()),
+        ("json", pa.string()),
+    ]
+)
+COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+
+
+def _utc(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def row_of(
+    event: MonitorEvent,
+    stream: str,
+    recorded_at: float,
+    reading: BacklogReading | None = None,
+    event_time_max: float | None = None,
+) -> dict[str, Any]:
+    """The log row of one event. `event_time_max` (progress and idle rows) is the newest event
+    time the stream had committed when the event arrived (eventTime.max or what was pushed)."""
+    when = _utc(event.timestamp)
+    assert when is not None
+    row: dict[str, Any] = {
+        "event_date": when.date(),
+        "event": event.kind,
+        "timestamp": when,
+        "recorded_at": _utc(recorded_at),
+        "stream": stream,
+        "query_id": event.query_id,
+        "run_id": event.run_id,
+        "json": event.json,
+    }
+    if isinstance(event, QueryIdle):
+        row["event_time_max"] = _utc(event_time_max)
+    elif isinstance(event, QueryStarted):
+        row["name"] = event.name
+    elif isinstance(event, QueryTerminated):
+        row["exception"] = event.exception
+        row["error_class"] = event.error_class
+    elif isinstance(event, QueryProgress):
+        row.update(
+            name=event.name,
+            batch_id=event.batch_id,
+            num_input_rows=event.num_input_rows,
+            input_rows_per_second=event.input_rows_per_second,
+            processed_rows_per_second=event.processed_rows_per_second,
+            batch_duration_ms=event.batch_duration_ms,
+            event_time_max=_utc(event_time_max),
+            sources=[
+                {
+                    "description": s.description,
+                    "start_offset": s.start_offset,
+                    "end_offset": s.end_offset,
+                    "latest_offset": s.latest_offset,
+                    "num_input_rows": s.num_input_rows,
+                    "input_rows_per_second": s.input_rows_per_second,
+                    "processed_rows_per_second": s.processed_rows_per_second,
+                }
+                for s in event.sources
+            ],
+            sink=event.sink_description,
+            sink_output_rows=event.sink_output_rows,
+        )
+        for phase, column in PHASE_COLUMNS.items():
+            row[column] = event.duration_ms.get(phase)
+        if reading is not None:
+            row["backlog_pending"] = reading.pending
+            if reading.backlog is not None:
+                row.update(
+                    backlog_versions=reading.backlog.versions,
+                    backlog_files=reading.backlog.files,
+                    backlog_bytes=reading.backlog.bytes,
+                    backlog_seconds=reading.backlog.seconds,
+                )
+    return row
+
+
+@dataclass(frozen=True)
+class MaintenanceResult:
+    deleted_before: date
+    rows_deleted: int
+    files_compacted: int
+
+
+class ProgressLog:
+    """Appends to and reads the progress-log table at `path`."""
+
+    def __init__(self, path: Path, retention_days: int = 30) -> None:
+        if retention_days < 1:
+            raise ValueError(f"retention_days must be at least 1, got {retention_days}")
+        self.path = Path(path)
+        self.retention_days = retention_days
+
+    def exists(self) -> bool:
+        return DeltaTable.is_deltatable(str(self.path))
+
+    def append(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Write `rows` as one Delta commit; returns how many were written."""
+        if not rows:
+            return 0
+        table = pa.Table.from_pylist(list(rows), schema=SCHEMA)
+        write_deltalake(
+            str(self.path),
+            table,
+            mode="append",
+            partition_by=PARTITION_COLUMNS,
+            commit_properties=CommitProperties(
+                custom_metadata={"streamops.operation": "progress log append"}
+            ),
+        )
+        return table.num_rows
+
+    def maintain(self, now: float) -> MaintenanceResult:
+        """Drop days older than the retention, then compact the small files batched appends
+        leave behind (both are commits of their own; appends may run concurrently)."""
+        cutoff = (datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)).date()
+        if not self.exists():
+            return MaintenanceResult(cutoff, 0, 0)
+        table = DeltaTable(str(self.path))
+        deleted = 0
+        if any(date.fromisoformat(p["event_date"]) < cutoff for p in table.partitions()):
+            metrics = table.delete(f"event_date < '{cutoff.isoformat()}'")
+            deleted = int(metrics.get("num_deleted_rows") or 0)
+            table = DeltaTable(str(self.path))
+        compacted = table.optimize.compact()
+        return MaintenanceResult(cutoff, deleted, int(compacted.get("numFilesRemoved") or 0))
+
+    def table(self) -> DeltaTable:
+        if not self.exists():
+            raise ProgressLogNotFoundError(
+                f"no progress log at `{self.path}`: attach the monitor (it is attached by "
+                "`streamops run`) and let a stream run first"
+            )
+        return DeltaTable(str(self.path))
+
+    def read(
+        self,
+        columns: Iterable[str] | None = None,
+        events: Iterable[str] | None = None,
+        streams: Iterable[str] | None = None,
+        days: Iterable[date] | None = None,
+    ) -> pa.Table:
+        """Rows of the log, pruned by partition (`events`, `days`) before anything is read."""
+        filters: list[tuple[str, str, Any]] = []
+        if events is not None:
+            filters.append(("event", "in", list(events)))
+        if days is not None:
+            filters.append(("event_date", "in", [d.isoformat() for d in days]))
+        if streams is not None:
+            filters.append(("stream", "in", list(streams)))
+        return self.table().to_pyarrow_table(
+            columns=list(columns) if columns is not None else None, filters=filters or None
+        )
+
+    def days(self) -> list[date]:
+        """The days the log holds, newest first."""
+        return sorted({date.fromisoformat(p["event_date"]) for p in self.table().partitions()}, reverse=True)

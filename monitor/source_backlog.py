@@ -1,0 +1,306 @@
+"""How much data waits in each source of a stream: the backlog behind the lag metrics.
+
+A Delta source (ours or native Delta) is measured from the source table's log with
+`streamops.backlog` (versions, files, bytes, seconds). Its progress names no table, so the table
+is found by registration or by matching the offset's `reservoirId` to the id of each Delta table
+in the lake. Spark's file source is measured by comparing its landing directory with the files
+its checkpoint's file-source log says were taken. Any other source can only tell whether data
+waits: its reported latest offset differs from the offset processed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import unquote, urlparse
+
+import orjson
+from deltalake.exceptions import DeltaError
+
+from checkpoint_tools.exceptions import CheckpointToolsError
+from checkpoint_tools.file_source_log import read_file_source_log
+from monitor.progress_event import SourceProgress
+from streamops.backlog import NO_BACKLOG, Backlog, delta_backlog
+from streamops.delta_log import DeltaLog
+from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
+from streamops.exceptions import StreamopsError
+from streamops.lake_layout import InvalidNameError, LakeLayout
+
+FILE_SOURCE_PREFIX = "FileStreamSource["
+FILE_SOURCE_MAX_AGE_SECONDS = 7 * 24 * 3600
+"""Spark's file source ignores files older than maxFileAge (default 7 days) before the newest
+file it has seen; they are not backlog."""
+
+log = logging.getLogger("streamops.monitor")
+
+
+@dataclass(frozen=True)
+class BacklogReading:
+    """What waits in a stream's sources at `measured_at`.
+
+    `backlog` is None when no source could be measured; `pending` is None when nothing can tell
+    whether data waits (for example a rate source that reports no latest offset).
+    """
+
+    backlog: Backlog | None
+    pending: bool | None
+    measured_at: float
+
+    @property
+    def pending_since(self) -> float | None:
+        """When the oldest waiting data arrived, when the backlog says so."""
+        if self.backlog is None or self.backlog.is_empty:
+            return None
+        return self.measured_at - self.backlog.seconds
+
+
+class _SharedIndex(DeltaFileIndex):
+    """One index per source table, shared by every stream that reads it (300 silver streams read
+    one bronze table): its log is re-read at most every `min_refresh_s`. Commits that delete or
+    rewrite data count as no new files here; the stream itself reports them as errors."""
+
+    def __init__(self, log: DeltaLog, min_refresh_s: float) -> None:
+        super().__init__(log, skip_change_commits=True)
+        self._min_refresh_s = min_refresh_s
+        self._latest: int | None = None
+        self._refreshed_at = 0.0
+
+    def refresh(self) -> int:
+        now = time.monotonic()
+        if self._latest is None or now - self._refreshed_at >= self._min_refresh_s:
+            self._latest = super().refresh()
+            self._refreshed_at = now
+        return self._latest
+
+
+class SourceBacklog:
+    """Measures backlog for progress events. Not thread-safe: one owner (the monitor worker, or
+    `streamops status`) calls it."""
+
+    def __init__(
+        self,
+        lake: LakeLayout | None,
+        clock: Callable[[], float] = time.time,
+        rescan_interval_s: float = 30.0,
+        min_refresh_s: float = 0.5,
+    ) -> None:
+        self.lake = lake
+        self._clock = clock
+        self._rescan_interval_s = rescan_interval_s
+        self._min_refresh_s = min_refresh_s
+        self._registered: dict[str, list[Path]] = {}
+        self._checkpoints: dict[str, Path] = {}
+        self._table_ids: dict[Path, str] = {}
+        self._tables_by_id: dict[str, Path] = {}
+        self._indexes: dict[Path, _SharedIndex] = {}
+        self._scanned_at: float | None = None
+        self._warned: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def register_table(self, stream: str, table: Path) -> None:
+        """Thread-safe: the pipeline registers streams while the worker measures others."""
+        path = Path(table).resolve()
+        with self._lock:
+            tables = self._registered.setdefault(stream, [])
+            if path not in tables:
+                tables.append(path)
+
+    def register_checkpoint(self, stream: str, checkpoint: Path) -> None:
+        with self._lock:
+            self._checkpoints[stream] = Path(checkpoint).resolve()
+
+    def measure(self, stream: str, sources: Sequence[SourceProgress]) -> BacklogReading:
+        """Backlog summed over the stream's sources (seconds: the oldest); data is pending when
+        any source has some, not pending when every source can tell it has none."""
+        now = self._clock()
+        backlogs: list[Backlog] = []
+        pendings: list[bool | None] = []
+        for source_id, source in enumerate(sources):
+            backlog, source_pending = self._measure_source(stream, source_id, source, now)
+            if backlog is not None:
+                backlogs.append(backlog)
+                source_pending = not backlog.is_empty
+            pendings.append(source_pending)
+        pending: bool | None = None
+        if any(p is True for p in pendings):
+            pending = True
+        elif pendings and all(p is False for p in pendings):
+            pending = False
+        return BacklogReading(_combine(backlogs) if backlogs else None, pending, now)
+
+    def _measure_source(
+        self, stream: str, source_id: int, source: SourceProgress, now: float
+    ) -> tuple[Backlog | None, bool | None]:
+        end = _json_or_none(source.end_offset)
+        latest = _json_or_none(source.latest_offset)
+        if DeltaSourceOffset.is_delta_offset(end):
+            offset = DeltaSourceOffset.from_json(end)
+            table = self.table_for(stream, offset.reservoir_id)
+            if table is not None:
+                try:
+                    return delta_backlog(self._index(table), offset, now=now), None
+                except (StreamopsError, DeltaError, OSError) as error:
+                    self._warn(stream, f"cannot measure the backlog of `{table}`: {error}")
+            return None, _delta_pending(offset, latest)
+        if source.description.startswith(FILE_SOURCE_PREFIX) and end is not None:
+            return self._file_backlog(stream, source_id, source, end, now), None
+        if latest is None or end is None:
+            return None, None
+        return None, latest != end
+
+    def table_for(self, stream: str, reservoir_id: str) -> Path | None:
+        """The Delta table behind a source offset: registered for the stream, else found in the lake."""
+        with self._lock:
+            registered = list(self._registered.get(stream, ()))
+        for table in registered:
+            if not reservoir_id or self._table_id(table) == reservoir_id:
+                return table
+        if not reservoir_id:
+            return None
+        found = self._tables_by_id.get(reservoir_id)
+        if found is None and self.lake is not None:
+            now = self._clock()
+            if self._scanned_at is None or now - self._scanned_at >= self._rescan_interval_s:
+                self._scanned_at = now
+                for table in self.lake.table_dirs():
+                    self._table_id(table)
+                found = self._tables_by_id.get(reservoir_id)
+        return found
+
+    def _table_id(self, table: Path) -> str | None:
+        if table not in self._table_ids:
+            try:
+                table_id = DeltaLog(table).table_id()
+            except (StreamopsError, DeltaError, OSError) as error:
+                self._warn(str(table), f"cannot read the table id of `{table}`: {error}")
+                return None
+            self._table_ids[table] = table_id
+            self._tables_by_id[table_id] = table
+        return self._table_ids[table]
+
+    def _index(self, table: Path) -> _SharedIndex:
+        index = self._indexes.get(table)
+        if index is None:
+            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s)
+        return index
+
+    def _checkpoint_for(self, stream: str) -> Path | None:
+        with self._lock:
+            checkpoint = self._checkpoints.get(stream)
+        if checkpoint is None and self.lake is not None:
+            try:
+                candidate = self.lake.checkpoint(stream)
+            except InvalidNameError:
+                return None
+            checkpoint = candidate if candidate.is_dir() else None
+        return checkpoint
+
+    def _file_backlog(
+        self, stream: str, source_id: int, source: SourceProgress, end: Any, now: float
+    ) -> Backlog | None:
+        checkpoint = self._checkpoint_for(stream)
+        landing = _file_source_dir(source.description)
+        if checkpoint is None or landing is None:
+            return None
+        processed_through = end.get("logOffset") if isinstance(end, dict) else None
+        try:
+            entries = read_file_source_log(checkpoint, source_id)
+        except (CheckpointToolsError, OSError) as error:
+            self._warn(stream, f"cannot read the file-source log of `{checkpoint}`: {error}")
+            return None
+        taken = {
+            _local_path(e.path)
+            for e in entries
+            if processed_through is None or e.batch_id <= int(processed_through)
+        }
+        newest_ms = max((e.timestamp_ms for e in entries), default=0)
+        oldest_allowed = newest_ms / 1000.0 - FILE_SOURCE_MAX_AGE_SECONDS
+        pending = [
+            (path, stat)
+            for path, stat in _list_files(landing)
+            if path not in taken and stat.st_mtime >= oldest_allowed
+        ]
+        if not pending:
+            return NO_BACKLOG
+        oldest = min(stat.st_mtime for _, stat in pending)
+        return Backlog(
+            versions=0,
+            files=len(pending),
+            bytes=sum(stat.st_size for _, stat in pending),
+            seconds=max(0.0, now - oldest),
+        )
+
+    def _warn(self, key: str, message: str) -> None:
+        if (key, message) not in self._warned:
+            self._warned.add((key, message))
+            log.warning("%s", message)
+
+
+def _combine(backlogs: list[Backlog]) -> Backlog:
+    if len(backlogs) == 1:
+        return backlogs[0]
+    return Backlog(
+        versions=sum(b.versions for b in backlogs),
+        files=sum(b.files for b in backlogs),
+        bytes=sum(b.bytes for b in backlogs),
+        seconds=max(b.seconds for b in backlogs),
+    )
+
+
+def _delta_pending(end: DeltaSourceOffset, latest: Any) -> bool | None:
+    """Without the table: does the source's reported latest offset lie beyond the processed one?
+
+    A caught-up end offset points at the next version (`latest + 1`, index -1), so compare
+    positions rather than JSON; a starting snapshot cannot be judged from offsets alone."""
+    if not DeltaSourceOffset.is_delta_offset(latest) or end.is_starting_version:
+        return None
+    last = DeltaSourceOffset.from_json(latest)
+    return (last.reservoir_version, last.index) >= (end.reservoir_version, end.index + 1) and last.index >= 0
+
+
+def _json_or_none(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _file_source_dir(description: str) -> Path | None:
+    """`FileStreamSource[file:/landing]` -> /landing (local paths only)."""
+    inner = description[len(FILE_SOURCE_PREFIX) :].rstrip("]")
+    parsed = urlparse(inner)
+    if parsed.scheme not in ("", "file"):
+        return None
+    return Path(unquote(parsed.path)).resolve()
+
+
+def _local_path(uri: str) -> str:
+    parsed = urlparse(uri)
+    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
+
+
+def _list_files(root: Path) -> list[tuple[str, os.stat_result]]:
+    """Data files Spark's file source would list: recursive, skipping `_` and `.` names."""
+    found: list[tuple[str, os.stat_result]] = []
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(("_", ".")):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file():
+                found.append((str(Path(entry.path).resolve()), entry.stat()))
+    return found

@@ -1,0 +1,229 @@
+"""Stream status in the spirit of LinkedIn Burrow: judged over a sliding window of recent
+batches, with no fixed lag threshold.
+
+Pure functions over a `StreamObservation` (what the monitor knows about one stream) and `now`,
+so the same rules run live in the exporter, offline in `streamops status`, and in unit tests on
+recorded progress. The README documents these rules; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import pairwise
+
+from monitor.metric_catalog import StreamStatus
+from streamops.backlog import Backlog
+
+
+@dataclass(frozen=True)
+class StatusPolicy:
+    """The knobs of the rules. Defaults suit trigger intervals from sub-second to minutes."""
+
+    window: int = 10
+    min_batches: int = 3
+    stall_intervals: float = 3.0
+    min_stall_seconds: float = 2.0
+    default_interval_seconds: float = 10.0
+    silent_after_seconds: float = 180.0
+    log_delay_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        if self.window < 2 or not 2 <= self.min_batches <= self.window:
+            raise ValueError("StatusPolicy needs window >= 2 and 2 <= min_batches <= window")
+
+
+DEFAULT_POLICY = StatusPolicy()
+
+
+@dataclass(frozen=True)
+class ProgressSample:
+    """One batch as the rules see it. `timestamp` is when the batch started (Spark's progress
+    timestamp); `backlog`/`pending` were measured right after its progress event arrived."""
+
+    timestamp: float
+    batch_id: int
+    num_input_rows: int
+    processed_rows_per_second: float
+    duration_seconds: float
+    backlog: Backlog | None = None
+    pending: bool | None = None
+
+    @property
+    def ended_at(self) -> float:
+        return self.timestamp + self.duration_seconds
+
+
+@dataclass(frozen=True)
+class StreamObservation:
+    """Everything the rules need about one stream.
+
+    `active` is None when nobody asked the driver (offline, from the progress log).
+    `pending` is True when data is waiting in a source (measured backlog, or a source reporting
+    a latest offset beyond the one processed), None when the source cannot tell.
+    `pending_since` is when the oldest waiting data arrived (or was first seen waiting).
+    """
+
+    active: bool | None
+    exception: str | None = None
+    started_at: float | None = None
+    stopped_at: float | None = None
+    last_event_at: float | None = None
+    last_idle_at: float | None = None
+    samples: tuple[ProgressSample, ...] = ()
+    backlog: Backlog | None = None
+    pending: bool | None = None
+    pending_since: float | None = None
+
+
+@dataclass(frozen=True)
+class StatusVerdict:
+    status: StreamStatus
+    reason: str
+
+
+def evaluate(
+    observation: StreamObservation,
+    now: float,
+    policy: StatusPolicy = DEFAULT_POLICY,
+    offline: bool = False,
+) -> StatusVerdict:
+    """The status of one stream; the first rule that matches wins (order as in the README)."""
+    obs = observation
+    samples = obs.samples[-policy.window :]
+    if obs.active is False or obs.stopped_at is not None:
+        if obs.exception:
+            return StatusVerdict("failed", obs.exception)
+        when = f" at {_utc(obs.stopped_at)}" if obs.stopped_at else ""
+        return StatusVerdict("stopped", f"stopped{when} without error")
+
+    interval = typical_interval(samples, policy)
+    stall_after = max(policy.stall_intervals * interval, policy.min_stall_seconds)
+    if offline:
+        stall_after += policy.log_delay_seconds
+    if obs.pending:
+        marks = [t for t in (_last_read_end(samples), obs.pending_since, obs.started_at) if t is not None]
+        waiting_since = max(marks) if marks else None
+        if waiting_since is not None and now - waiting_since > stall_after:
+            return StatusVerdict(
+                "stalled",
+                f"{describe_backlog(obs.backlog)} waiting {now - waiting_since:.0f}s with no batch "
+                f"reading it (stalled after {stall_after:.1f}s: "
+                f"{policy.stall_intervals:g} x {interval:.1f}s typical batch interval)",
+            )
+
+    if offline and obs.last_event_at is not None:
+        silent_for = now - obs.last_event_at
+        if silent_for > policy.silent_after_seconds + policy.log_delay_seconds:
+            return StatusVerdict(
+                "stopped",
+                f"no event for {silent_for:.0f}s since {_utc(obs.last_event_at)}: not running "
+                "(its driver ended without recording a termination)",
+            )
+
+    lagging = backlog_growth(samples, policy) or processing_slower(samples, policy)
+    if lagging:
+        return StatusVerdict("lagging", lagging)
+
+    if not obs.pending and _no_new_data(obs, samples):
+        last_data = _last_read_end(samples)
+        since = f" since {_utc(last_data)}" if last_data else ""
+        return StatusVerdict("idle", f"no new data{since}, nothing waiting")
+
+    if samples:
+        last = samples[-1]
+        return StatusVerdict(
+            "ok",
+            f"batch {last.batch_id} read {last.num_input_rows} rows "
+            f"({last.processed_rows_per_second:.0f} rows/s processed)",
+        )
+    return StatusVerdict("ok", "started, no batch completed yet")
+
+
+def typical_interval(samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY) -> float:
+    """How often this stream normally completes a batch: the larger of the shortest gap between
+    batch starts (the trigger interval, or back-to-back batches) and the longest batch."""
+    gaps = [b.timestamp - a.timestamp for a, b in pairwise(samples) if b.timestamp > a.timestamp]
+    durations = [s.duration_seconds for s in samples]
+    interval = max(min(gaps) if gaps else 0.0, max(durations) if durations else 0.0)
+    return interval if interval > 0 else policy.default_interval_seconds
+
+
+def backlog_growth(samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY) -> str | None:
+    """LAGGING rule 1: the measured backlog (files) is never zero across the window, never
+    shrinks from one batch to the next, and ends larger than it started."""
+    files = [s.backlog.files for s in samples if s.backlog is not None]
+    if len(files) < policy.min_batches or len(files) < len(samples):
+        return None
+    if all(f > 0 for f in files) and all(b >= a for a, b in pairwise(files)) and files[-1] > files[0]:
+        return f"backlog grew from {files[0]} to {files[-1]} files over the last {len(files)} batches"
+    return None
+
+
+def processing_slower(
+    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
+) -> str | None:
+    """LAGGING rule 2: in every batch of the window that read data, the processing rate (rows /
+    batch duration) was below the input rate (rows / time since the previous batch started).
+
+    The input rate is computed from consecutive batches, not taken from Spark's
+    inputRowsPerSecond, which divides by the time since the previous *trigger*: triggers that
+    found no data reset it, so it reads thousands of rows/s for a stream that is falling behind.
+    """
+    pairs = [
+        (b, rate)
+        for a, b in pairwise(samples)
+        if b.num_input_rows > 0 and (rate := arrival_rate(a, b)) is not None
+    ]
+    if len(pairs) < policy.min_batches:
+        return None
+    if all(_processed_rate(b) < arrival for b, arrival in pairs):
+        b, arrival = pairs[-1]
+        return (
+            f"processed rate below input rate in each of the last {len(pairs)} batches "
+            f"(last: {_processed_rate(b):.0f} < {arrival:.0f} rows/s)"
+        )
+    return None
+
+
+def arrival_rate(previous: ProgressSample, current: ProgressSample) -> float | None:
+    """Rows of `current` over the time since `previous` started: the input rate of a batch."""
+    gap = current.timestamp - previous.timestamp
+    return current.num_input_rows / gap if gap > 0 else None
+
+
+def describe_backlog(backlog: Backlog | None) -> str:
+    if backlog is None or backlog.is_empty:
+        return "data"
+    return (
+        f"{backlog.files} files ({backlog.bytes} bytes, {backlog.versions} versions, "
+        f"oldest {backlog.seconds:.0f}s old)"
+    )
+
+
+def _processed_rate(sample: ProgressSample) -> float:
+    if sample.processed_rows_per_second > 0:
+        return sample.processed_rows_per_second
+    if sample.duration_seconds > 0:
+        return sample.num_input_rows / sample.duration_seconds
+    return float("inf")
+
+
+def _last_read_end(samples: tuple[ProgressSample, ...]) -> float | None:
+    for sample in reversed(samples):
+        if sample.num_input_rows > 0:
+            return sample.ended_at
+    return None
+
+
+def _no_new_data(obs: StreamObservation, samples: tuple[ProgressSample, ...]) -> bool:
+    if not samples:
+        return obs.last_idle_at is not None
+    last = samples[-1]
+    return last.num_input_rows == 0 or (obs.last_idle_at is not None and obs.last_idle_at >= last.timestamp)
+
+
+def _utc(epoch: float | None) -> str:
+    if epoch is None:
+        return "?"
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

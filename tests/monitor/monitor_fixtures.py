@@ -1,0 +1,76 @@
+"""Recorded listener events (tests/monitor/fixtures), a replayer that feeds them to a Fleet, and
+helpers for the tests that run real queries.
+
+Re-record with `python tests/monitor/fixtures/record_fixtures.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+from deltalake import write_deltalake
+
+from monitor.fleet import Fleet
+from monitor.progress_event import MonitorEvent, parse_event
+from monitor.source_backlog import BacklogReading
+from streamops.backlog import Backlog
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture_text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def recorded_sequence(name: str) -> Iterator[tuple[MonitorEvent, BacklogReading | None]]:
+    """Each recorded event with the backlog measured right after it (when recorded)."""
+    for line in (FIXTURES / name).read_text().splitlines():
+        entry: dict[str, Any] = json.loads(line)
+        event = parse_event(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
+        backlog = entry.get("backlog")
+        reading = (
+            BacklogReading(Backlog(**backlog), backlog["files"] > 0, entry["received_at"])
+            if backlog is not None
+            else None
+        )
+        yield event, reading
+
+
+def replay(fleet: Fleet, name: str, until_batch: int | None = None, skip_terminated: bool = False) -> Fleet:
+    """Apply a recorded run to `fleet`, optionally stopping after batch `until_batch`."""
+    for event, reading in recorded_sequence(name):
+        if skip_terminated and event.kind == "terminated":
+            continue
+        if until_batch is not None and event.kind == "progress" and event.batch_id > until_batch:  # type: ignore[union-attr]
+            break
+        fleet.apply(event, reading)
+    return fleet
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 40.0, what: str = "condition") -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def append(table: Path, start: int, rows: int = 10) -> None:
+    write_deltalake(str(table), pa.table({"id": list(range(start, start + rows))}), mode="append")
+
+
+def delta_stream(spark, table: Path, max_files: int | None = 1):
+    reader = spark.readStream.format("streamops_delta").option("path", str(table))
+    if max_files is not None:
+        reader = reader.option("maxFilesPerTrigger", max_files)
+    return reader.load()
+
+
+def rows_read(query) -> int:
+    return sum(p["numInputRows"] for p in query.recentProgress)

@@ -1,0 +1,375 @@
+"""The monitor attached to real streaming queries on the shared local SparkSession.
+
+Each test starts its own monitor (fresh registry), stops every query it starts and the monitor
+in `finally`, and keeps to a few seconds with sub-second triggers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+from deltalake import DeltaTable
+from monitor_fixtures import append, delta_stream, rows_read, wait_for
+from prometheus_client.parser import text_string_to_metric_families
+
+from monitor import metric_catalog as catalog
+from monitor.progress_log import ProgressLog
+from monitor.status_rules import StatusPolicy
+from monitor.stream_monitor import StreamMonitor
+
+FAST = StatusPolicy(window=5, min_batches=3, min_stall_seconds=1.0)
+
+
+def status_of(monitor: StreamMonitor, stream: str) -> str | None:
+    verdict = monitor.stream_status(stream)
+    return verdict.status if verdict else None
+
+
+def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake):
+    table = lake.bronze_events  # in the lake: the monitor finds it by reservoirId, unregistered
+    for i in range(3):
+        append(table, 10 * i)
+    table_id = DeltaTable(str(table)).metadata().id
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
+    try:
+        query = (
+            delta_stream(spark, table)
+            .writeStream.format("memory")
+            .queryName("offsets_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            wait_for(lambda: rows_read(query) == 30, what="30 rows read")
+        finally:
+            query.stop()
+    finally:
+        monitor.stop()
+
+    rows = ProgressLog(lake.query_progress).read().to_pylist()
+    mine = [r for r in rows if r["stream"] == "offsets_stream"]
+    assert {r["event"] for r in mine} >= {"started", "progress", "terminated"}
+    batches = sorted(
+        (r for r in mine if r["event"] == "progress" and r["num_input_rows"]), key=lambda r: r["batch_id"]
+    )
+    assert [(r["batch_id"], r["num_input_rows"]) for r in batches] == [(0, 10), (1, 10), (2, 10)]
+    previous_end = None
+    for index, row in enumerate(batches):
+        (source,) = row["sources"]
+        end = json.loads(source["end_offset"])
+        assert end == {
+            "sourceVersion": 1,
+            "reservoirId": table_id,
+            "reservoirVersion": 2,
+            "index": index,
+            "isStartingVersion": True,
+        }
+        if previous_end is not None:
+            assert json.loads(source["start_offset"]) == previous_end
+        previous_end = end
+        # measured right after each batch: the files of the starting snapshot still to read
+        assert (row["backlog_files"], row["backlog_pending"]) == (2 - index, index < 2)
+        assert json.loads(row["json"])["batchId"] == row["batch_id"]
+        assert row["query_id"] == str(query.id) and row["run_id"] == str(query.runId)
+    assert mine[0]["recorded_at"] is not None
+
+
+def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, lake, tmp_path):
+    table = tmp_path / "source"  # outside the lake: registered
+    for i in range(3):
+        append(table, 10 * i)
+    monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=0.2, policy=FAST)
+    monitor.register_source_table("scraped_stream", table)
+    monitor.start()
+    try:
+        assert monitor.exporter_url.startswith("http://127.0.0.1:")
+        query = (
+            delta_stream(spark, table)
+            .writeStream.format("memory")
+            .queryName("scraped_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            wait_for(lambda: rows_read(query) == 30, what="30 rows read")
+            assert monitor.flush()
+            now = time.time()
+            monitor.record_table_commit("login", "core", 30, now - 2, 3, now - 20)
+            monitor.record_stream_event_time("scraped_stream", now - 5)
+            monitor.record_quarantine("scraped_stream", "malformed_json", 4)
+            monitor.record_schema_alert("login")
+            body = urllib.request.urlopen(monitor.exporter_url, timeout=10).read()
+        finally:
+            query.stop()
+        assert monitor.flush()
+        after_stop = monitor.registry.get_sample_value
+        assert after_stop(catalog.STREAM_UP.name, {"stream": "scraped_stream"}) == 0
+        assert (
+            after_stop(
+                catalog.STREAM_STATUS.name,
+                {"stream": "scraped_stream", catalog.STREAM_STATUS.name: "stopped"},
+            )
+            == 1
+        )
+    finally:
+        monitor.stop()
+
+    result = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(body.decode())
+        for s in family.samples
+    }
+
+    def value(spec, **labels):
+        return samples[(spec.name + ("_info" if spec.kind == "info" else ""), tuple(sorted(labels.items())))]
+
+    stream = {"stream": "scraped_stream"}
+    assert value(catalog.STREAM_UP, **stream) == 1
+    assert value(catalog.INPUT_ROWS, **stream) == 30
+    assert value(catalog.BATCH_ID, **stream) == max(p["batchId"] for p in query.recentProgress)
+    for spec in (
+        catalog.BACKLOG_FILES,
+        catalog.BACKLOG_VERSIONS,
+        catalog.BACKLOG_BYTES,
+        catalog.BACKLOG_SECONDS,
+    ):
+        assert value(spec, **stream) == 0
+    last = query.recentProgress[-1]
+    assert value(catalog.BATCH_DURATION, **stream) == last["durationMs"]["triggerExecution"] / 1000
+    assert (
+        value(catalog.BATCH_PHASE_DURATION, phase="addBatch", **stream)
+        == last["durationMs"]["addBatch"] / 1000
+    )
+    assert 5 <= value(catalog.FRESHNESS, **stream) < 60
+    assert value(catalog.QUARANTINED_ROWS, reason="malformed_json", **stream) == 4
+    assert value(catalog.EVENT_TYPE_ROWS, event_type="login", group="core") == 30
+    assert value(catalog.EVENT_TYPE_SCHEMA_VERSION, event_type="login", group="core") == 3
+    assert value(catalog.SCHEMA_ALERTS, event_type="login") == 1
+    assert value(catalog.MONITOR_EVENTS_DROPPED) == 0
+    assert value(catalog.MONITOR_WORKER_CPU) > 0
+    statuses = {
+        s: value(catalog.STREAM_STATUS, streamops_stream_status=s, **stream) for s in catalog.STREAM_STATUSES
+    }
+    assert sum(statuses.values()) == 1 and statuses["ok"] + statuses["idle"] == 1
+
+
+def test_a_slowed_stream_becomes_lagging(spark, lake):
+    table = lake.silver("slow_source")
+    for i in range(4):
+        append(table, 10 * i)
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
+    stop_writing = threading.Event()
+
+    def keep_writing() -> None:
+        n = 4
+        while not stop_writing.is_set():
+            append(table, 10 * n)
+            n += 1
+            time.sleep(0.1)
+
+    def slow(df, batch_id):
+        df.count()
+        time.sleep(0.3)
+
+    writer = threading.Thread(target=keep_writing)
+    try:
+        query = (
+            delta_stream(spark, table)
+            .writeStream.foreachBatch(slow)
+            .queryName("slowed_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            wait_for(lambda: query.lastProgress is not None, what="a first batch")
+            writer.start()
+            wait_for(lambda: status_of(monitor, "slowed_stream") == "lagging", what="LAGGING")
+            assert monitor.stream_status("slowed_stream").reason.startswith("backlog grew from")
+        finally:
+            stop_writing.set()
+            query.stop()
+    finally:
+        if writer.is_alive():
+            writer.join()
+        monitor.stop()
+
+
+def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
+    table = lake.silver("blocked_source")
+    for i in range(4):
+        append(table, 10 * i)
+    monitor = StreamMonitor(
+        spark, lake, flush_interval_s=0.2, policy=StatusPolicy(window=3, min_batches=2, min_stall_seconds=1.0)
+    ).start()
+    gate = threading.Event()
+
+    def blocked(df, batch_id):
+        df.count()  # Spark counts input rows only for data a batch actually reads
+        if batch_id >= 4:
+            gate.wait(60)
+
+    try:
+        query = (
+            delta_stream(spark, table)
+            .writeStream.foreachBatch(blocked)
+            .queryName("blocked_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            wait_for(lambda: rows_read(query) == 40, what="the first 4 batches")
+            append(table, 100)
+            append(table, 200)
+            verdict = wait_for(
+                lambda: (v := monitor.stream_status("blocked_stream")) and v.status == "stalled" and v,
+                what="STALLED",
+            )
+            assert verdict.reason.startswith("2 files (")
+            assert (
+                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, {"stream": "blocked_stream"})
+                == 2
+            )
+        finally:
+            gate.set()
+            query.stop()
+    finally:
+        monitor.stop()
+
+
+def test_a_failing_stream_is_failed_with_its_message(spark, lake):
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
+
+    def boom(df, batch_id):
+        df.count()
+        if batch_id >= 1:
+            raise ValueError(f"boom in batch {batch_id}")
+
+    try:
+        query = (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", 20)
+            .load()
+            .writeStream.foreachBatch(boom)
+            .queryName("failing_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            with pytest.raises(Exception, match="boom in batch 1"):
+                query.awaitTermination(60)
+        finally:
+            query.stop()
+        assert monitor.flush()
+        verdict = monitor.stream_status("failing_stream")
+        assert verdict.status == "failed"
+        assert verdict.reason == "ValueError: boom in batch 1"
+        assert (
+            monitor.registry.get_sample_value(catalog.STREAM_FAILURES.name, {"stream": "failing_stream"}) == 1
+        )
+    finally:
+        monitor.stop()
+    (row,) = ProgressLog(lake.query_progress).read(events=["terminated"]).to_pylist()
+    assert "ValueError: boom in batch 1" in row["exception"]
+
+
+def test_a_drained_stream_is_idle(spark, lake):
+    table = lake.silver("drained_source")
+    append(table, 0)
+    append(table, 10)
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200")
+    try:
+        query = (
+            delta_stream(spark, table, max_files=None)
+            .writeStream.format("memory")
+            .queryName("drained_stream")
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+        try:
+            wait_for(lambda: status_of(monitor, "drained_stream") == "idle", what="IDLE")
+            assert rows_read(query) == 20
+            assert (
+                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, {"stream": "drained_stream"})
+                == 0
+            )
+        finally:
+            query.stop()
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+        monitor.stop()
+    idle_rows = ProgressLog(lake.query_progress).read(events=["idle"]).to_pylist()
+    assert len(idle_rows) == 1  # a heartbeat: the first idle after data, then one per minute
+
+
+def test_a_file_source_backlog_comes_from_its_checkpoint_log(spark, lake, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    sizes = []
+    for i in range(3):
+        path = landing / f"part-{i}.json"
+        path.write_text("".join(json.dumps({"x": 100 + i * 10 + j}) + "\n" for j in range(5)))
+        sizes.append(path.stat().st_size)
+    assert len(set(sizes)) == 1  # whichever file Spark takes first, two of equal size wait
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
+    gate = threading.Event()
+
+    def blocked(df, batch_id):
+        df.count()
+        if batch_id == 1:
+            gate.wait(60)
+
+    try:
+        query = (
+            spark.readStream.format("json")
+            .schema("x int")
+            .option("maxFilesPerTrigger", 1)
+            .load(str(landing))
+            .writeStream.foreachBatch(blocked)
+            .queryName("bronze")
+            .option("checkpointLocation", str(lake.checkpoint("bronze")))
+            .trigger(processingTime="0.1 seconds")
+            .start()
+        )
+        try:
+            value = monitor.registry.get_sample_value
+            files = catalog.BACKLOG_FILES.name
+            wait_for(lambda: value(files, {"stream": "bronze"}) == 2, what="2 files waiting")
+            assert value(catalog.BACKLOG_BYTES.name, {"stream": "bronze"}) == 2 * sizes[0]
+            assert value(catalog.BACKLOG_SECONDS.name, {"stream": "bronze"}) > 0
+            gate.set()
+            wait_for(lambda: rows_read(query) == 15, what="all 3 files read")
+            wait_for(lambda: value(files, {"stream": "bronze"}) == 0, what="no file waiting")
+        finally:
+            gate.set()
+            query.stop()
+    finally:
+        monitor.stop()
+
+
+def test_a_query_started_before_the_monitor_is_tracked_at_once(spark, lake):
+    query = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 5)
+        .load()
+        .writeStream.format("memory")
+        .queryName("early_stream")
+        .trigger(processingTime="5 seconds")
+        .start()
+    )
+    monitor = StreamMonitor(spark, None)
+    try:
+        monitor.start()
+        assert monitor.stream_status("early_stream").status == "ok"
+        assert monitor.progress_log is None and monitor.exporter_url is None
+    finally:
+        query.stop()
+        monitor.stop()

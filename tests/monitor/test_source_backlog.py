@@ -1,0 +1,82 @@
+"""Backlog of Delta sources measured from real Delta tables on disk (no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from monitor_fixtures import fixture_text
+
+from monitor.progress_event import QueryProgress, SourceProgress
+from monitor.source_backlog import SourceBacklog
+from streamops.delta_log import DeltaLog
+from streamops.delta_offsets import DeltaSourceOffset
+
+
+def append(table, rows: int) -> None:
+    write_deltalake(str(table), pa.table({"id": list(range(rows))}), mode="append")
+
+
+def delta_source(end: DeltaSourceOffset, latest: DeltaSourceOffset | None = None) -> SourceProgress:
+    return SourceProgress(
+        description="PythonMicroBatchStream",
+        start_offset=None,
+        end_offset=json.dumps(end.to_json_dict()),
+        latest_offset=json.dumps(latest.to_json_dict()) if latest else None,
+        num_input_rows=0,
+        input_rows_per_second=0.0,
+        processed_rows_per_second=0.0,
+    )
+
+
+def test_a_lake_table_is_found_by_reservoir_id_and_measured(lake):
+    table = lake.bronze_events
+    for rows in (10, 20, 30):
+        append(table, rows)
+    table_id = DeltaTable(str(table)).metadata().id
+    log = DeltaLog(table)
+    pending_bytes = sum(add.size for version in (1, 2) for add in log.commit(version).data_adds)
+    processed = DeltaSourceOffset(0, 0, False, table_id)
+    reading = SourceBacklog(lake).measure("silver_core", [delta_source(processed)])
+    assert reading.pending is True
+    assert (reading.backlog.versions, reading.backlog.files) == (2, 2)
+    assert reading.backlog.bytes == pending_bytes > 0
+    assert reading.backlog.seconds >= 0
+    assert reading.pending_since == reading.measured_at - reading.backlog.seconds
+
+    caught_up = DeltaSourceOffset(3, -1, False, table_id)
+    reading = SourceBacklog(lake).measure("silver_core", [delta_source(caught_up)])
+    assert reading.pending is False and reading.backlog.is_empty and reading.pending_since is None
+
+
+def test_a_table_outside_the_lake_is_measured_once_registered(lake, tmp_path):
+    table = tmp_path / "elsewhere"
+    append(table, 5)
+    append(table, 5)
+    table_id = DeltaTable(str(table)).metadata().id
+    source = delta_source(DeltaSourceOffset(0, 0, False, table_id), DeltaSourceOffset(1, 0, False, table_id))
+    backlog = SourceBacklog(lake)
+    unregistered = backlog.measure("my_stream", [source])
+    assert unregistered.backlog is None and unregistered.pending is True  # from the latest offset
+    backlog.register_table("my_stream", table)
+    registered = backlog.measure("my_stream", [source])
+    assert (registered.backlog.versions, registered.backlog.files) == (1, 1)
+
+
+def test_without_the_table_a_caught_up_delta_offset_is_not_pending(lake):
+    end = DeltaSourceOffset(8, -1, False, "gone")
+    latest = DeltaSourceOffset(7, 3, False, "gone")
+    assert SourceBacklog(lake).measure("s", [delta_source(end, latest)]).pending is False
+
+
+def test_other_sources_can_only_say_whether_data_waits(lake):
+    rate = QueryProgress.from_json(fixture_text("progress_rate.json"))
+    reading = SourceBacklog(lake).measure(rate.stream, rate.sources)
+    assert reading.backlog is None and reading.pending is False
+    kafka = SourceProgress(
+        "KafkaV2[Subscribe[events]]", None, '{"events":{"0":100}}', '{"events":{"0":250}}', 0, 0.0, 0.0
+    )
+    assert SourceBacklog(lake).measure("k", [kafka]).pending is True
+    no_latest = SourceProgress("custom", None, "5", None, 0, 0.0, 0.0)
+    assert SourceBacklog(lake).measure("c", [no_latest]).pending is None
