@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -205,6 +206,16 @@ def _parse_metadata(log_file: LogFile, line: str, is_last: bool) -> OffsetSeqMet
         batch_timestamp_ms=int(value.get("batchTimestampMs", 0)),
         conf={str(k): str(v) for k, v in (value.get("conf") or {}).items()},
     )
+
+
+def read_batch_offsets(checkpoint: Path, batch_id: int) -> OffsetBatch | None:
+    """The planned offsets of one batch, or None when the file is missing or unreadable."""
+    path = Path(checkpoint) / "offsets" / str(batch_id)
+    try:
+        stat = path.stat()
+        return parse_offsets(LogFile(batch_id, path, False, stat.st_size, int(stat.st_mtime * 1000)))
+    except (FileNotFoundError, MalformedLogFileError):
+        return None
 
 
 def parse_commit(log_file: LogFile) -> CommitBatch:

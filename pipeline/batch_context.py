@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkpoint_tools.offset_log import read_batch_offsets
 from streamops.commit_metadata import BatchCommitInfo
-from streamops.offset_log import OffsetLogError, read_offset_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,10 +30,5 @@ def batch_commit_info(spark: "SparkSession", stream: str, batch_id: int, checkpo
 
 
 def _source_offset(checkpoint: Path, batch_id: int) -> str | None:
-    if batch_id < 0:
-        return None
-    try:
-        sources = read_offset_entry(checkpoint, batch_id).sources
-    except OffsetLogError:
-        return None
-    return sources[0] if sources else None
+    batch = read_batch_offsets(checkpoint, batch_id) if batch_id >= 0 else None
+    return batch.sources[0].raw if batch is not None and batch.sources else None

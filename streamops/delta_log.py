@@ -18,8 +18,8 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
+from streamops.lake_layout import DELTA_LOG_DIR
 
-LOG_DIR = "_delta_log"
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class DeltaLog:
 
     def __init__(self, table: str | Path) -> None:
         self.table = Path(table)
-        self._log_dir = self.table / LOG_DIR
+        self._log_dir = self.table / DELTA_LOG_DIR
         self._dt: DeltaTable | None = None
 
     def exists(self) -> bool:
