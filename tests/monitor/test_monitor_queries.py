@@ -106,9 +106,11 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
             body = urllib.request.urlopen(monitor.exporter_url, timeout=10).read()
         finally:
             query.stop()
-        assert monitor.flush()
         after_stop = monitor.registry.get_sample_value
-        assert after_stop(catalog.STREAM_UP.name, {"stream": "scraped_stream"}) == 0
+        wait_for(
+            lambda: monitor.flush() and after_stop(catalog.STREAM_UP.name, {"stream": "scraped_stream"}) == 0,
+            what="the termination event (Spark's listener bus delivers it asynchronously)",
+        )
         assert (
             after_stop(
                 catalog.STREAM_STATUS.name,
