@@ -108,6 +108,11 @@ def fleet_status(
     last_life = {r["stream"]: r for r in lifecycle.groupby("stream").tail(1).to_dict("records")}
 
     activity = _recent_activity(log, lifecycle, policy.window).sort_values("timestamp", kind="stable")
+    # what a stream last did in any run: a run that ends without a batch (e.g. the confirming
+    # round of --until-idle) must not hide the stream's last batch, backlog and freshness
+    any_run = activity[activity["event"] == "progress"].groupby("stream").tail(1)
+    last_progress = {r["stream"]: r for r in any_run.to_dict("records")}
+    newest_event_time = activity.groupby("stream")["event_time_max"].max().to_dict()
     run_of = pd.Series({stream: row["run_id"] for stream, row in last_life.items()}, dtype=object)
     # only the current run of a stream counts (a stream the log never saw start keeps all rows)
     in_current_run = (activity["run_id"] == activity["stream"].map(run_of)) | ~activity["stream"].isin(
@@ -120,7 +125,6 @@ def fleet_status(
     ):
         progress.setdefault(row["stream"], []).append(row)
     last_idle = activity[activity["event"] == "idle"].groupby("stream")["timestamp"].max().to_dict()
-    newest_event_time = activity.groupby("stream")["event_time_max"].max().to_dict()
 
     backlog = SourceBacklog(lake)
     rows = [
@@ -128,6 +132,7 @@ def fleet_status(
             stream,
             last_life.get(stream),
             progress.get(stream, []),
+            last_progress.get(stream),
             last_idle.get(stream),
             newest_event_time.get(stream),
             backlog,
@@ -164,6 +169,7 @@ def _stream_row(
     stream: str,
     last_life: dict[str, Any] | None,
     progress: list[dict[str, Any]],
+    last_progress: dict[str, Any] | None,
     last_idle: Any,
     newest_event_time: Any,
     backlog: SourceBacklog,
@@ -171,7 +177,7 @@ def _stream_row(
     policy: StatusPolicy,
 ) -> StreamStatusRow:
     samples = tuple(_sample(r) for r in progress)
-    last = progress[-1] if progress else None
+    last = progress[-1] if progress else last_progress
     reading = _current_backlog(stream, last, backlog, samples, now)
     terminated = last_life is not None and last_life["event"] == "terminated"
     started_at = _epoch(last_life["timestamp"]) if last_life is not None and not terminated else None
@@ -201,8 +207,8 @@ def _stream_row(
         reason=verdict.reason,
         query_id=last_life["query_id"] if last_life is not None else None,
         run_id=run_id,
-        last_batch_id=samples[-1].batch_id if samples else None,
-        last_batch_at=samples[-1].ended_at if samples else None,
+        last_batch_id=_int(last["batch_id"]) if last is not None else None,
+        last_batch_at=_sample(last).ended_at if last is not None else None,
         last_event_at=observation.last_event_at,
         backlog=reading.backlog,
         pending=reading.pending,

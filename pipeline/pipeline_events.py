@@ -55,6 +55,8 @@ class MonitorEvents:
                 max_event_time=result.max_event_time.get(event_type),
             )
         stream = silver_stream(result.group)
+        if result.max_event_time:
+            self.monitor.record_stream_event_time(stream, max(result.max_event_time.values()))
         if result.quarantined:
             self.monitor.record_quarantine(stream, "incompatible_type", result.quarantined)
         for alert in result.alerts:

@@ -185,3 +185,30 @@ def test_status_without_a_progress_log_fails_with_one_line(tmp_path, capsys):
     assert main(["status", "--lake", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no progress log at" in err and "streamops run" in err
+
+
+def test_a_run_without_batches_keeps_the_streams_last_batch(spark, tmp_path):
+    """`--until-idle` ends with a round that finds nothing: its empty run must not hide history."""
+    from streamops.lake_layout import LakeLayout
+
+    lake = LakeLayout.at(tmp_path / "lake")
+    append(lake.bronze_events, 0)
+    checkpoint = tmp_path / "ck"
+    monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
+    try:
+        for _ in range(2):
+            query = (
+                delta_stream(spark, lake.bronze_events)
+                .writeStream.foreachBatch(lambda df, _: df.count()).queryName("rerun_stream")
+                .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+            )
+            query.awaitTermination(60)
+        wait_for(
+            lambda: monitor.flush() and any(r.stream == "rerun_stream" and r.status == "stopped" for r in fleet_status(lake)),
+            what="both runs in the progress log",
+        )
+    finally:
+        monitor.stop()
+    row = next(r for r in fleet_status(lake) if r.stream == "rerun_stream")
+    assert (row.status, row.last_batch_id) == ("stopped", 0)
+    assert row.processed_rows_per_second is not None
