@@ -1,0 +1,30 @@
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.exceptions import JavaNotFoundError
+from pipeline.spark_session import ensure_java
+
+
+def test_missing_java_is_a_one_line_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(JavaNotFoundError, match="Spark needs Java 17") as raised:
+        ensure_java()
+    assert "\n" not in str(raised.value)
+
+
+def test_cli_reports_missing_java_in_one_line_without_a_traceback(tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "streamops", "run", "--lake", str(tmp_path / "lake"), "--landing", str(landing), "--until-idle"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "streamops: error: Spark needs Java 17 and `java` was not found: install it "
+        "(e.g. `apt-get install -y openjdk-17-jre-headless`) or set JAVA_HOME"
+    ]
