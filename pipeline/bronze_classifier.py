@@ -156,6 +156,9 @@ def _json_kind(value: Any) -> str:
 
 
 def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    """Ids and times are kept as text when they are strings or integers, else null."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None

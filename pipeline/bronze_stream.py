@@ -12,14 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from pipeline.batch_context import batch_commit_info
+from pipeline import jvm_classifier
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from pipeline.exceptions import PipelineConfigError
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA
 from pipeline.schema_registry import NewVariation, SchemaRegistry
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
     from pipeline.pipeline_events import PipelineEvents
 
 
+Classifier = Literal["auto", "jvm", "python"]
+
+
 @dataclass(frozen=True)
 class BronzeSettings:
     landing: Path
@@ -40,6 +45,8 @@ class BronzeSettings:
     max_files_per_trigger: int = 100
     limits: RecordLimits = RecordLimits()
     available_now: bool = False
+    classifier: Classifier = "auto"
+    """`auto`: the JVM classifier when the JDK could build it, else the Python one."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,33 @@ def create_bronze_tables(lake: LakeLayout) -> None:
     create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
 
 
+def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSettings) -> "DataFrame":
+    """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible."""
+    from pyspark.sql import functions as F
+
+    use_jvm = settings.classifier != "python" and jvm_classifier.register(spark)
+    if settings.classifier == "jvm" and not use_jvm:
+        raise PipelineConfigError(
+            "the JVM classifier needs a JDK (`javac`) to build it: install openjdk-17-jdk-headless "
+            "or use the python classifier"
+        )
+    if not use_jvm:
+        return lines.mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
+    limits = settings.limits
+    call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
+    return lines.select(call.alias("c"), "value", "source_file", "source_mtime").select(
+        "c.event_type",
+        "c.event_id",
+        "c.event_time_text",
+        "c.schema_hash",
+        F.col("value").alias("payload"),
+        "source_file",
+        "source_mtime",
+        "c.quarantine_reason",
+        "c.quarantine_detail",
+    )
+
+
 def start_bronze(
     spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
 ) -> "StreamingQuery":
@@ -181,7 +215,7 @@ def start_bronze(
 
     settings.landing.mkdir(parents=True, exist_ok=True)
     create_bronze_tables(lake)
-    classified = (
+    lines = (
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
         .load(str(settings.landing))
@@ -190,7 +224,9 @@ def start_bronze(
             F.col("_metadata.file_path").alias("source_file"),
             F.col("_metadata.file_modification_time").alias("source_mtime"),
         )
-        .mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
+    )
+    classified = (
+        classify_lines(spark, lines, settings)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.exceptions import JavaNotFoundError
+from pipeline.jvm_classifier import classifier_jar
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -59,6 +60,9 @@ def build_spark(
         "spark.python.worker.reuse": "true",
     }
     settings.update(conf or {})
+    jar = classifier_jar()
+    if jar is not None:
+        settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
     builder = SparkSession.builder.master(
         master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)
     ).appName(app_name)

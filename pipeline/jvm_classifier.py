@@ -1,0 +1,85 @@
+"""The bronze classifier inside Spark's JVM: built from source with the JDK's `javac` against
+PySpark's own jars (no Maven), cached by source hash, and registered as a SQL function.
+
+Classifying in the JVM keeps every landing line out of Python workers, which is most of the
+cost of bronze (see BENCHMARKS.md). Where no JDK is installed the pipeline uses the Python
+classifier (pipeline/bronze_classifier.py), whose results are the reference the JVM one is
+tested against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SOURCE = Path(__file__).with_name("jvm") / "BronzeLineClassifier.java"
+CLASS_NAME = "streamops.jvm.BronzeLineClassifier"
+FUNCTION_NAME = "streamops_classify_line"
+RETURN_TYPE = (
+    "struct<event_type:string,event_id:string,event_time_text:string,schema_hash:string,"
+    "quarantine_reason:string,quarantine_detail:string>"
+)
+
+
+def _javac() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "javac").exists():
+        return str(Path(java_home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return root / "streamops" / "jars"
+
+
+def classifier_jar() -> Path | None:
+    """The compiled classifier, built on first use; None when no JDK compiler is available."""
+    javac = _javac()
+    if javac is None:
+        return None
+    import pyspark
+
+    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:16]
+    jar = _cache_dir() / f"streamops-classifier-{digest}.jar"
+    if jar.exists():
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="streamops-javac-") as build:
+        result = subprocess.run(
+            [javac, "-nowarn", "-d", build, "-cp", f"{_pyspark_jars()}/*", str(SOURCE)],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            return None
+        partial = jar.with_suffix(".tmp")
+        with zipfile.ZipFile(partial, "w") as archive:
+            for path in sorted(Path(build).rglob("*.class")):
+                archive.write(path, path.relative_to(build).as_posix())
+        partial.rename(jar)
+    return jar
+
+
+def register(spark: "SparkSession") -> bool:
+    """Register the SQL function if the session has the jar; False means use the Python one."""
+    try:
+        spark.udf.registerJavaFunction(FUNCTION_NAME, CLASS_NAME, RETURN_TYPE)
+    except Exception:  # noqa: BLE001 - the class is missing when the jar could not be built
+        return False
+    return True

@@ -1,0 +1,82 @@
+"""The JVM classifier (Spark SQL function) must say exactly what the Python reference says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline import jvm_classifier
+from pipeline.bronze_classifier import BatchClassifier
+from pipeline.bronze_stream import BronzeSettings, classify_lines
+from pipeline.generator.run import generate
+from pipeline.generator.settings import GeneratorSettings
+from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+
+COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason"]
+
+EDGE_CASES = [
+    b'{"event_type":"a","event_id":7,"event_time":"t","n":-0,"big":123456789012345678901234567890}',
+    b'{"event_type":"a","event_id":1.5,"event_time":true,"u":18446744073709551615}',
+    b'{"event_type":"a","k":"\\u00e9\\n","nested":{"x":[1,2.5,"s",null,[true]],"y":{}}}',
+    b'{"event_type":"a","arr":[{"a":1},{"b":"x"},{"a":null}],"e":[]}',
+    b'{"event_type":"caf\xc3\xa9"}',
+    b'{"event_type":"a","s":"\xc0\x80"}',
+    b'{"event_type":"a","s":"\xed\xa0\x80"}',
+    b'{"event_type":"a","s":"\xf4\x90\x80\x80"}',
+    b'{"event_type":"a"} {"event_type":"b"}',
+    b'{"event_type":"a",}',
+    b'{"event_type":"a","x":01}',
+    b'{"event_type":"a","x":NaN}',
+    b'{"event_type":null}',
+    b'{"event_type":["x"]}',
+    b'{"event_type":""}',
+    b'{"event_type":"a.b-c_9"}',
+    b'{"event_type":"a..b"}',
+    b"\t \r",
+    b"true",
+    b"null",
+    b'{"event_type":"a","d":' + b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1) + b"}",
+    b'{"event_type":"a","d":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",
+    b'{"event_type":"a","d":' + b'{"x":' * 1500 + b"1" + b"}" * 1500 + b"}",
+    b'{"x":' + b"[" * 40 + b"]" * 40 + b"}",
+    b'{"event_type":"a","blob":"' + b"x" * (MAX_RECORD_BYTES - 30) + b'"}',
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> list[bytes]:
+    out = tmp_path_factory.mktemp("corpus") / "landing"
+    generate(GeneratorSettings(out=out, events=3000, event_types=20, drift=0.5, bad=0.05, seed=5))
+    lines = [line for path in sorted(out.glob("*.ndjson")) for line in path.read_bytes().split(b"\n")[:-1]]
+    return lines + EDGE_CASES
+
+
+def test_the_jdk_builds_the_classifier_here(spark):
+    assert jvm_classifier.classifier_jar() is not None
+    assert jvm_classifier.register(spark)
+
+
+def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
+    lines = spark.createDataFrame(
+        pa.table({
+            "value": pa.array(corpus, pa.binary()),
+            "source_file": pa.array(["f"] * len(corpus)),
+            "source_mtime": pa.nulls(len(corpus), pa.timestamp("us", tz="UTC")),
+        })
+    )
+    jvm = classify_lines(spark, lines, BronzeSettings(Path("."), classifier="jvm")).toArrow()
+    python = BatchClassifier().classify(
+        corpus, pa.array(["f"] * len(corpus)), pa.nulls(len(corpus), pa.timestamp("us", tz="UTC"))
+    )
+    assert jvm.num_rows == len(corpus)
+    mismatches = [
+        (i, corpus[i][:120], {c: (jvm.column(c)[i].as_py(), python.column(c)[i].as_py()) for c in COMPARED})
+        for i in range(len(corpus))
+        if any(jvm.column(c)[i].as_py() != python.column(c)[i].as_py() for c in COMPARED)
+    ]
+    assert not mismatches, mismatches[:5]
+    reasons = set(jvm.column("quarantine_reason").to_pylist())
+    assert {"malformed_json", "invalid_utf8", "too_deep", "too_large", "not_an_object",
+            "missing_event_type", "invalid_event_type", "empty_line", None} <= reasons
