@@ -23,7 +23,7 @@ from pipeline import jvm_classifier
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.exceptions import PipelineConfigError
 from pipeline.delta_connector.batch_writer import create_table
-from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA
+from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, newest_epoch
 from pipeline.schema_registry import NewVariation, SchemaRegistry
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
@@ -94,7 +94,7 @@ class BronzeBatchWriter:
             quarantined=_counts(bad.column("quarantine_reason")),
             new_variations=len(new_entries),
         )
-        self.events.bronze_committed(result, _max_time(good.column("event_time")))
+        self.events.bronze_committed(result, newest_epoch(good.column("event_time")))
         if self.after_batch:
             self.after_batch(result)
 
@@ -169,11 +169,6 @@ def _counts(column: pa.ChunkedArray) -> dict[str, int]:
         return {}
     counted = pc.value_counts(column.combine_chunks())
     return {item["values"]: item["counts"] for item in counted.to_pylist()}
-
-
-def _max_time(column: pa.ChunkedArray) -> float | None:
-    value = pc.max(column).as_py() if len(column) else None
-    return value.timestamp() if value is not None else None
 
 
 def create_bronze_tables(lake: LakeLayout) -> None:

@@ -15,8 +15,19 @@ RUN_EXAMPLE = """examples:
 """
 
 
+DEMO_EXAMPLE = """examples:
+  streamops demo                                   # until Ctrl-C; console on http://127.0.0.1:8501
+  streamops demo --duration 300 --rate 500 --event-types 20 --workdir /tmp/streamops-demo
+
+what runs: a drifting load with bad records (the generator) lands files in WORKDIR/landing, the
+pipeline ingests them into WORKDIR/lake with the monitor and its Prometheus exporter, and the
+ops console serves the lake. Ctrl-C stops all of it and exits 0.
+"""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     generate_command.register(subparsers)
+    _add_demo(subparsers)
     run = subparsers.add_parser(
         "run",
         help="run the bronze/silver pipeline on a lake",
@@ -48,6 +59,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--master", help="Spark master URL (default local[*] or $STREAMOPS_SPARK_MASTER)")
     add_json_option(run)
     run.set_defaults(handler=_run)
+
+
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    demo = subparsers.add_parser(
+        "demo",
+        help="generate drifting load, run the pipeline with metrics, and serve the console",
+        description="Everything at once on this machine: drifting load, the pipeline with the "
+        "monitor and its Prometheus exporter, and the ops console. Prints the URLs.",
+        epilog=DEMO_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("--workdir", type=Path, default=Path("streamops-demo"),
+                      help="where landing/ and lake/ go (default ./streamops-demo; reused if present)")
+    demo.add_argument("--rate", type=float, default=2000.0, help="events per second (default 2000)")
+    demo.add_argument("--event-types", type=int, default=50, help="event types (default 50)")
+    demo.add_argument("--duration", type=float, metavar="SECONDS", help="stop after SECONDS (default: at Ctrl-C)")
+    demo.add_argument("--console-port", type=int, default=8501, help="console port (default 8501)")
+    demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
+    demo.set_defaults(handler=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from pipeline.demo import DemoOptions, run_demo
+
+    return run_demo(
+        DemoOptions(
+            workdir=args.workdir,
+            rate=args.rate,
+            event_types=args.event_types,
+            duration=args.duration,
+            console_port=args.console_port,
+            metrics_port=args.metrics_port,
+        )
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -15,3 +15,7 @@ class PipelineConfigError(StreamopsError):
 
 class IncompatibleSchemaError(StreamopsError):
     """An event type changed a field's type in a way that cannot be cast (on_incompatible=fail_group)."""
+
+
+class DemoError(StreamopsError):
+    """A part of `streamops demo` (the console, the load) could not start or stopped with an error."""

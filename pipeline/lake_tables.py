@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -33,3 +34,9 @@ QUARANTINE_SCHEMA = pa.schema(
         ("ingest_time", UTC_TIMESTAMP),
     ]
 )
+
+
+def newest_epoch(column: pa.ChunkedArray) -> float | None:
+    """Unix seconds of the newest timestamp in a column (None when it holds none)."""
+    newest = pc.max(column).as_py() if len(column) else None
+    return newest.timestamp() if newest is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
 from pipeline.pipeline_events import MonitorEvents
@@ -29,7 +29,9 @@ class RunOptions:
     master: str | None = None
 
 
-def run_pipeline(options: RunOptions) -> RunReport:
+def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
+    """Run until idle, for `options.duration`, or until the supervisor is asked to stop:
+    `on_start` receives it before its queries start (`streamops demo` stops it on Ctrl-C)."""
     from monitor.stream_monitor import StreamMonitor
 
     spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
@@ -44,6 +46,8 @@ def run_pipeline(options: RunOptions) -> RunReport:
         silver=options.silver,
     )
     supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
+    if on_start is not None:
+        on_start(supervisor)
     try:
         if options.until_idle:
             return supervisor.run_until_idle()

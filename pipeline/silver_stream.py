@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from pipeline.batch_context import batch_commit_info
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
-from pipeline.lake_tables import QUARANTINE_SCHEMA
+from pipeline.lake_tables import QUARANTINE_SCHEMA, newest_epoch
 from pipeline.payload_parser import parse_payloads, select
 from pipeline.schema_alerts import SchemaAlert, alert_rows
 from pipeline.schema_registry import RegistryReader
@@ -148,7 +148,11 @@ class SilverGroupWriter:
             group=self.group,
             batch_id=commit.batch_id,
             rows_by_type={t: table.num_rows for t, table in tables.items()},
-            max_event_time={t: _max_time(table.column("_event_time")) for t, table in tables.items()},
+            max_event_time={
+                event_type: newest
+                for event_type, newest in ((t, newest_epoch(table.column("_event_time"))) for t, table in tables.items())
+                if newest is not None
+            },
             quarantined=sum(t.num_rows for t in quarantine),
             alerts=tuple(alerts),
         )
@@ -229,11 +233,6 @@ def _quarantine_rows(rejected: pa.Table, details: list[str], stream: str, batch_
         ],
         schema=QUARANTINE_SCHEMA,
     )
-
-
-def _max_time(column: pa.ChunkedArray) -> float:
-    newest = pc.max(column).as_py()
-    return newest.timestamp() if newest is not None else 0.0
 
 
 def start_silver_group(
