@@ -65,7 +65,7 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
     return {"p50": pick(0.50), "p95": pick(0.95), "max": round(values[-1], 2)}
 
 
-def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float) -> dict:
+def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float, event_types: int) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
     spark = build_spark()
@@ -81,7 +81,7 @@ def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, tr
         time.sleep(0.5)
     generator = subprocess.Popen(
         [sys.executable, "-m", "streamops", "generate", "--out", str(landing), "--events", str(rate * duration),
-         "--rate", str(rate), "--event-types", "300", "--bad", "0"],
+         "--rate", str(rate), "--event-types", str(event_types), "--bad", "0"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     started = time.time()
@@ -97,6 +97,7 @@ def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, tr
     events = rate * duration
     return {
         "layout": layout,
+        "event_types": event_types,
         "silver_queries": len(summary.groups),
         "events_generated": events,
         "generation_seconds": round(generated_at - started, 1),
@@ -119,11 +120,12 @@ def main() -> None:
     parser.add_argument("--drain", type=int, default=60)
     parser.add_argument("--trigger", type=float, default=5.0)
     parser.add_argument("--layouts", default="grouped,per_type")
+    parser.add_argument("--event-types", type=int, default=300)
     args = parser.parse_args()
     info = machine()
     with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
         results = [
-            run_layout(Path(scratch), layout, args.rate, args.duration, args.drain, args.trigger)
+            run_layout(Path(scratch), layout, args.rate, args.duration, args.drain, args.trigger, args.event_types)
             for layout in args.layouts.split(",")
         ]
     print(json.dumps({"benchmark": "pipeline_load", "machine": info, "rate": args.rate,

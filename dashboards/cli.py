@@ -1,15 +1,20 @@
-"""`streamops dashboards ...`: Grafana dashboards, alert rules and provisioning, from code.
+"""`streamops dashboards ...` (Grafana dashboards, alert rules and provisioning, from code) and
+`streamops console` (the Streamlit ops console).
 
-Each subcommand is one `_add_<name>(commands)` function; adding one (the console) is one more
-function and one more line in `register`.
+Each subcommand is one `_add_<name>(commands)` function and one line in `register`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
+import sys
 from pathlib import Path
 
-from streamops.cli_support import add_json_option, print_json
+from dashboards.console import APP_PATH, LAKE_ENV
+from dashboards.exceptions import ConsoleError
+from streamops.cli_support import add_json_option, add_lake_option, print_json
 
 GROUP_EPILOG = """example:
   streamops dashboards build --out dashboards/generated
@@ -26,9 +31,19 @@ writes:
   prometheus/streamops-rules.test.yml                                promtool test rules cases
 """
 
+CONSOLE_EPILOG = """examples:
+  streamops console --lake lake                    # http://127.0.0.1:8501
+  streamops console --lake lake --port 8600
+
+views: Fleet (every stream's status, worst first), Stream (rates, phases, backlog, batches tied
+to source versions and sink commits, checkpoint doctor), Schemas (registry history, diff,
+prototype, alerts), Quarantine (records by reason), Event groups. The console only reads the lake.
+"""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `streamops dashboards` and its subcommands to the root parser."""
+    """Add `streamops dashboards` and its subcommands, and `streamops console`, to the root parser."""
     parser = subparsers.add_parser(
         "dashboards",
         help="Grafana dashboards, alert rules and provisioning files, generated from code",
@@ -38,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = parser.add_subparsers(dest="dashboards_command", metavar="SUBCOMMAND", required=True)
     _add_build(commands)
+    _add_console(subparsers)
 
 
 def _add_build(commands: argparse._SubParsersAction) -> None:
@@ -64,3 +80,66 @@ def _build(args: argparse.Namespace) -> int:
         for path in written:
             print(path)
     return 0
+
+
+def _add_console(subparsers: argparse._SubParsersAction) -> None:
+    console = subparsers.add_parser(
+        "console",
+        help="serve the Streamlit ops console for a lake (read-only, 127.0.0.1 by default)",
+        description="Serve the Streamlit ops console: fleet status, stream batches and checkpoint "
+        "findings, schema history, quarantine and event groups of one lake. Read-only.",
+        epilog=CONSOLE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_lake_option(console)
+    console.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    console.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    console.set_defaults(handler=_console)
+
+
+def console_command(host: str, port: int) -> list[str]:
+    """The `streamlit run` command line serving the console (the lake goes in the environment)."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
+        "--server.address", host,
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--server.runOnSave", "false",
+        "--browser.gatherUsageStats", "false",
+        "--global.developmentMode", "false",
+        "--client.toolbarMode", "viewer",
+    ]
+
+
+def _console(args: argparse.Namespace) -> int:
+    lake = Path(args.lake).expanduser().resolve()
+    if not lake.is_dir():
+        raise ConsoleError(f"the lake directory `{args.lake}` does not exist: pass the --lake of `streamops run`")
+    if not 0 < args.port < 65536:
+        raise ConsoleError(f"--port must be between 1 and 65535, got {args.port}")
+    _check_port_free(args.host, args.port)
+    if args.host not in LOOPBACK_HOSTS:
+        print(f"streamops: warning: binding {args.host}: anyone who reaches this address can read the "
+              "console (it has no login)", file=sys.stderr)
+    print(f"streamops console: serving {lake} on http://{args.host}:{args.port} (Ctrl-C stops it)", flush=True)
+    command = console_command(args.host, args.port)
+    os.execve(sys.executable, command, {**os.environ, LAKE_ENV: str(lake)})
+    return 0  # not reached: the process is now Streamlit
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail with one line now rather than with Streamlit's traceback later."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise ConsoleError(f"cannot bind `{host}`: {error.strerror}") from error
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise ConsoleError(f"cannot serve on {host}:{port}: {error.strerror}; pick another --port") from error

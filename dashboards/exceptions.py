@@ -7,3 +7,7 @@ from streamops.exceptions import StreamopsError
 
 class OutputDirectoryError(StreamopsError):
     """The generated files cannot be written where the user asked."""
+
+
+class ConsoleError(StreamopsError):
+    """The ops console cannot start or cannot read what it was pointed at."""

@@ -256,6 +256,9 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             supervisor.request_stop()
 
     def on_start(supervisor) -> None:
+        # SparkContext installs its own SIGINT handler (cancel jobs, raise KeyboardInterrupt)
+        # when it starts: take Ctrl-C back, so it stops the queries cleanly instead
+        signal.signal(signal.SIGINT, signal.default_int_handler if stop.is_set() else request_stop)
         supervisors.append(supervisor)
         if stop.is_set():
             supervisor.request_stop()
@@ -289,6 +292,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         stop.set()
         if timer is not None:
             timer.cancel()
+        for supervisor in supervisors:
+            supervisor.spark.stop()
         load.join()
         console.stop()
         announcer.join(5)

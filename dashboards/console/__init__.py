@@ -1,0 +1,10 @@
+"""The Streamlit ops console (`streamops console`). Importing this package loads no Streamlit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LAKE_ENV = "STREAMOPS_CONSOLE_LAKE"
+"""How `streamops console` tells the app which lake to show."""
+APP_PATH = Path(__file__).with_name("app.py")
+"""The entry script `streamlit run` is given."""

@@ -1,0 +1,101 @@
+"""The console's Altair charts, built from the frames `lake_reads` returns.
+
+Small and fixed-height on purpose: several sit side by side, and a glance should answer "is it
+going up?". The input rate is the monitor's definition (rows over the time since the previous
+batch of the same run started), not Spark's inputRowsPerSecond, which no-data triggers inflate.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from monitor.progress_log import PHASE_COLUMNS
+
+SMALL_HEIGHT = 140
+STATUS_COLORS = {
+    "failed": "#d62728",
+    "stalled": "#d62728",
+    "lagging": "#ff7f0e",
+    "stopped": "#7f7f7f",
+    "ok": "#2ca02c",
+    "idle": "#1f77b4",
+}
+BATCH_PHASES_SHOWN = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
+"""The parts of a trigger (triggerExecution is their total, drawn as the bar's outline)."""
+
+
+def trend(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
+    """One fleet-wide measure per minute."""
+    return (
+        alt.Chart(frame, title=title, height=SMALL_HEIGHT)
+        .mark_bar()
+        .encode(x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"])
+    )
+
+
+def with_input_rate(history: pd.DataFrame) -> pd.DataFrame:
+    """Adds `input_rate`: the batch's rows over the seconds since the previous batch of its run."""
+    gap = history.groupby("run_id")["timestamp"].diff().dt.total_seconds()
+    rate = history["num_input_rows"] / gap.where(gap > 0)
+    return history.assign(input_rate=rate)
+
+
+def rates(history: pd.DataFrame) -> alt.Chart:
+    frame = with_input_rate(history)
+    long = frame.melt(
+        id_vars=["timestamp", "batch_id"],
+        value_vars=["input_rate", "processed_rows_per_second"],
+        var_name="rate",
+        value_name="rows_per_second",
+    ).replace({"rate": {"input_rate": "input", "processed_rows_per_second": "processed"}})
+    return (
+        alt.Chart(long.dropna(), title="Input vs processed rows/s", height=SMALL_HEIGHT)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y("rows_per_second:Q", title=None),
+            color=alt.Color("rate:N", legend=alt.Legend(orient="bottom", title=None)),
+            tooltip=["batch_id:Q", "rate:N", alt.Tooltip("rows_per_second:Q", format=",.1f")],
+        )
+    )
+
+
+def phases(history: pd.DataFrame) -> alt.Chart:
+    columns = {PHASE_COLUMNS[p]: p for p in BATCH_PHASES_SHOWN}
+    long = history.melt(
+        id_vars=["batch_id"], value_vars=list(columns), var_name="phase", value_name="ms"
+    ).replace({"phase": columns})
+    return (
+        alt.Chart(long.dropna(), title="Batch duration by phase (ms)", height=SMALL_HEIGHT)
+        .mark_bar()
+        .encode(
+            x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
+            y=alt.Y("ms:Q", stack="zero", title=None),
+            color=alt.Color("phase:N", legend=alt.Legend(orient="right", title=None)),
+            tooltip=["batch_id:Q", "phase:N", "ms:Q"],
+        )
+    )
+
+
+def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
+    column = f"backlog_{measure}"
+    return (
+        alt.Chart(history.dropna(subset=[column]), title=f"Backlog ({measure}) after each batch", height=SMALL_HEIGHT)
+        .mark_area(line=True, opacity=0.3, interpolate="step-after")
+        .encode(x=alt.X("timestamp:T", title=None), y=alt.Y(f"{column}:Q", title=None),
+                tooltip=["batch_id:Q", f"{column}:Q"])
+    )
+
+
+def bars(frame: pd.DataFrame, category: str, value: str, title: str) -> alt.Chart:
+    """Counts per category, largest first (quarantine by reason, event types per group)."""
+    return (
+        alt.Chart(frame, title=title, height=max(SMALL_HEIGHT, 22 * len(frame)))
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{category}:N", sort="-x", title=None),
+            x=alt.X(f"{value}:Q", title=None),
+            tooltip=[f"{category}:N", f"{value}:Q"],
+        )
+    )

@@ -1,0 +1,90 @@
+"""What every console page shares: opening the lake, the sidebar, and how values read.
+
+Colours carry meaning and only that: red is "a human must act now" (failed, stalled, errors),
+orange is "watch it" (lagging, warnings), everything else stays quiet.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from dashboards.console import lake_reads
+from streamops.exceptions import StreamopsError
+from streamops.lake_layout import LakeLayout
+
+STATUS_MARKDOWN_COLOR = {
+    "failed": "red",
+    "stalled": "red",
+    "lagging": "orange",
+    "stopped": "gray",
+    "ok": "green",
+    "idle": "blue",
+}
+SEVERITY_MARKDOWN_COLOR = {"error": "red", "warning": "orange", "info": "blue"}
+PAGE_DIR = Path(__file__).parent
+
+
+def page_path(name: str) -> str:
+    """A page script of the console (they live beside this module), as `st.switch_page` takes it."""
+    return str(PAGE_DIR / name)
+
+
+def open_lake() -> LakeLayout:
+    """The console's lake, with the sidebar drawn; stops the page with one line if it is unusable."""
+    try:
+        lake = lake_reads.console_lake()
+    except StreamopsError as error:
+        st.error(str(error))
+        st.stop()
+    with st.sidebar:
+        st.caption("Lake (read-only)")
+        st.code(str(lake.root), language=None)
+        if st.button("Refresh now", help=f"Reads are cached for {lake_reads.CACHE_SECONDS} s"):
+            st.cache_data.clear()
+        st.caption(f"Data is re-read at most every {lake_reads.CACHE_SECONDS} s.")
+    return lake
+
+
+MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$])")
+
+
+def plain(text: str) -> str:
+    """Text from the lake (exception messages, reasons) shown literally inside Streamlit markdown:
+    no link, image, colour directive or formatting can be smuggled in through a record."""
+    return MARKDOWN_SPECIALS.sub(r"\\\1", text)
+
+
+def status_badge(status: str) -> str:
+    return f":{STATUS_MARKDOWN_COLOR.get(status, 'gray')}[**{status.upper()}**]"
+
+
+def severity_badge(severity: str | None) -> str:
+    if severity is None:
+        return ":green[**HEALTHY**]"
+    return f":{SEVERITY_MARKDOWN_COLOR[severity]}[**{severity.upper()}**]"
+
+
+def human_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    units = ("B", "KB", "MB", "GB", "TB")
+    size, unit = float(value), 0
+    while abs(size) >= 1024 and unit < len(units) - 1:
+        size, unit = size / 1024, unit + 1
+    return f"{size:,.0f} B" if unit == 0 else f"{size:,.1f} {units[unit]}"
+
+
+def human_seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    seconds = float(value)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"

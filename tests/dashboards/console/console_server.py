@@ -1,0 +1,127 @@
+"""A real `streamops console` server on a free port, and headless Chromium driven by Playwright
+(Debian's /usr/bin/chromium: Playwright's own browser download is not used)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout: float, expect: bytes | None = None) -> bytes:
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                body = answer.read()
+                if answer.status == 200 and (expect is None or expect in body):
+                    return body
+        except OSError as error:
+            last_error = error
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer within {timeout}s: {last_error}")
+
+
+@dataclass(frozen=True)
+class ConsoleServer:
+    url: str
+    process: subprocess.Popen
+
+
+@contextlib.contextmanager
+def running_console(lake: Path, log: Path) -> Iterator[ConsoleServer]:
+    port = free_port()
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamops", "console", "--lake", str(lake), "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_for_http(url + "/_stcore/health", 60, b"ok")
+            yield ConsoleServer(url, process)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(10)
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    text: str
+    seconds_to_content: float
+    screenshot: Path | None
+
+
+READY_SELECTORS = (
+    "[data-testid='stApp'][data-test-script-state='notRunning']",
+    "[data-testid='stDataFrame'] canvas",
+    "[data-testid='stMultiSelect']",
+)
+"""The script finished, and the lazily loaded table and widgets are drawn (not placeholders)."""
+
+
+def render_in_chromium(
+    url: str, wait_for_text: str, user_data_dir: Path, screenshot: Path | None = None,
+    viewport: tuple[int, int] = (1600, 1800), timeout_s: float = 90,
+    ready_selectors: tuple[str, ...] = READY_SELECTORS,
+) -> RenderedPage:
+    """Load `url`, wait until the page shows `wait_for_text` (Streamlit renders client-side)
+    and every `ready_selectors` element is there, then take its text and optionally a screenshot."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(user_data_dir),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": viewport[0], "height": viewport[1]},
+        )
+        try:
+            page = browser.new_page()
+            started = time.perf_counter()
+            page.goto(url)
+            page.get_by_text(wait_for_text).first.wait_for(timeout=timeout_s * 1000)
+            for selector in ready_selectors:
+                page.wait_for_selector(selector, timeout=timeout_s * 1000)
+            seconds = time.perf_counter() - started
+            page.wait_for_timeout(500)
+            text = page.inner_text("body")
+            if screenshot is not None:
+                page.screenshot(path=str(screenshot))
+            return RenderedPage(text, seconds, screenshot)
+        finally:
+            browser.close()

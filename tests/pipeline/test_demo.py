@@ -1,0 +1,159 @@
+"""`streamops demo` end to end, in a subprocess as a user runs it: the printed URLs answer while
+it runs, it stops cleanly on --duration and on Ctrl-C (SIGINT), and the lake holds data."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from pipeline.demo import DemoOptions
+from pipeline.exceptions import DemoError
+from streamops.lake_layout import LakeLayout
+
+URL_LINE = re.compile(r"^\s+(console|metrics)\s+(http://\S+)$")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Demo:
+    """The demo command in its own process group; stdout lines collected as they come."""
+
+    def __init__(self, workdir: Path, *args: str) -> None:
+        self.console_port, self.metrics_port = free_port(), free_port()
+        self.stderr = open(workdir.parent / f"{workdir.name}.stderr", "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamops", "demo", "--workdir", str(workdir), "--rate", "200",
+             "--event-types", "8", "--console-port", str(self.console_port),
+             "--metrics-port", str(self.metrics_port), *args],
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for_line(self, pattern: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [line for line in self.lines if re.search(pattern, line)]
+            if found:
+                return found[0]
+            assert self.process.poll() is None, f"demo exited early: {self.lines}"
+            time.sleep(0.2)
+        raise AssertionError(f"no line matching {pattern!r} within {timeout}s: {self.lines}")
+
+    def urls(self) -> dict[str, str]:
+        return {m.group(1): m.group(2) for line in self.lines if (m := URL_LINE.match(line))}
+
+    def finish(self, timeout: float) -> int:
+        try:
+            return self.process.wait(timeout)
+        finally:
+            if self.process.poll() is None:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(30)
+            self._reader.join(5)
+            self.stderr.close()
+
+
+def get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return answer.status, answer.read().decode(errors="replace")
+
+
+def wait_for_sample(url: str, sample: str, timeout: float) -> bool:
+    """Streams appear in the metrics once their queries start, a little after the exporter."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, metrics = get(url)
+        if status == 200 and sample in metrics:
+            return True
+        time.sleep(1)
+    return False
+
+
+def port_closed(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def assert_lake_has_data(lake: LakeLayout) -> None:
+    assert DeltaTable(str(lake.bronze_events)).count() > 0
+    assert DeltaTable(str(lake.bronze_quarantine)).count() > 0, "the load has bad records"
+    silver = [p for p in lake.silver_root.iterdir() if DeltaTable.is_deltatable(str(p))]
+    assert silver and all(DeltaTable(str(p)).count() > 0 for p in silver)
+    assert DeltaTable.is_deltatable(str(lake.query_progress))
+
+
+def test_demo_serves_console_and_metrics_then_stops_after_its_duration(tmp_path):
+    demo = Demo(tmp_path / "demo", "--duration", "60")
+    try:
+        demo.wait_for_line(r"^\s+metrics\s+http://", 90)
+        urls = demo.urls()
+        assert urls == {
+            "console": f"http://127.0.0.1:{demo.console_port}",
+            "metrics": f"http://127.0.0.1:{demo.metrics_port}/metrics",
+        }
+        status, page = get(urls["console"] + "/")
+        assert status == 200 and "<title>" in page
+        assert get(urls["console"] + "/_stcore/health") == (200, "ok")
+        assert wait_for_sample(urls["metrics"], 'streamops_stream_up{stream="bronze"} 1.0', 60)
+        demo.wait_for_line(r"^first silver commit \(.*\) \d+s after start$", 60)
+    finally:
+        code = demo.finish(timeout=180)
+    assert code == 0, demo.lines
+    assert re.search(r"^streamops demo stopped after \d+s: \d+ lines in \d+ files, [1-9]\d* bronze rows",
+                     "\n".join(demo.lines), re.M)
+    assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
+    assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))
+
+
+def test_ctrl_c_stops_load_pipeline_and_console_and_exits_0(tmp_path):
+    demo = Demo(tmp_path / "demo")
+    try:
+        demo.wait_for_line(r"^first silver commit", 120)
+        os.killpg(demo.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends
+    finally:
+        code = demo.finish(timeout=120)
+    assert code == 0, demo.lines
+    assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
+    landing = tmp_path / "demo" / "landing"
+    files = len(list(landing.iterdir()))
+    time.sleep(2)
+    assert len(list(landing.iterdir())) == files, "the load stopped with the demo"
+    assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"rate": 0}, "--rate must be a positive number of events/s"),
+        ({"event_types": 0}, "--event-types must be between 1 and"),
+        ({"duration": -1}, "--duration must be a positive number of seconds"),
+        ({"console_port": 9108}, "--console-port and --metrics-port must differ"),
+    ],
+)
+def test_wrong_options_are_refused_before_anything_starts(tmp_path, options, message):
+    with pytest.raises(DemoError, match=message):
+        DemoOptions(workdir=tmp_path, **options)
