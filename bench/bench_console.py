@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "dashboards" / "console"))
 
+from bench_support import machine  # noqa: E402
 from console_server import free_port, render_in_chromium, running_console, wait_for_http  # noqa: E402
 from recorded_fleet import write_recorded_fleet  # noqa: E402
 
@@ -44,6 +45,7 @@ from monitor.fleet_status import fleet_status
 from streamops.lake_layout import LakeLayout
 
 rows = fleet_status(LakeLayout.at(os.environ["STREAMOPS_CONSOLE_LAKE"]))
+st.caption(f"{len(rows)} rows shown")
 st.dataframe([row.to_json() for row in rows])
 """
 
@@ -121,7 +123,7 @@ def browser_runs(lake_root: Path, scratch: Path) -> dict[str, Any]:
         url = f"http://127.0.0.1:{port}"
         wait_for_http(url + "/_stcore/health", 60, b"ok")
         ready = ("[data-testid='stDataFrame'] canvas",)
-        minimal = render_in_chromium(url, "stream", scratch / "chromium-3", ready_selectors=ready)
+        minimal = render_in_chromium(url, "rows shown", scratch / "chromium-3", ready_selectors=ready)
         results["minimal_app_first_load_s"] = round(minimal.seconds_to_content, 2)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -142,7 +144,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-console-") as scratch:
         lake = LakeLayout.at(Path(scratch) / "lake")
         write_recorded_fleet(lake, args.streams)
-        result: dict[str, Any] = {"benchmark": "console", "streams": args.streams}
+        result: dict[str, Any] = {"benchmark": "console", "machine": machine(), "streams": args.streams}
         result["fleet_status_alone"] = summary(seconds(lambda: fleet_status(lake), args.repeats))
         result["apptest"] = apptest_runs(lake.root, args.repeats)
         if not args.no_browser:
