@@ -163,22 +163,24 @@ def _read(path: Path, columns: Sequence[str] | None = None, filters: list[tuple]
     return table.to_pandas()
 
 
+def _read_sorted(path: Path, by: str | list[str], ascending: bool = True) -> pd.DataFrame | None:
+    frame = _read(path)
+    return None if frame is None else frame.sort_values(by, ascending=ascending, kind="stable")
+
+
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def schema_registry(root: str) -> pd.DataFrame | None:
-    frame = _read(LakeLayout.at(root).schema_registry)
-    return None if frame is None else frame.sort_values(["event_type", "seen_order"], kind="stable")
+    return _read_sorted(LakeLayout.at(root).schema_registry, ["event_type", "seen_order"])
 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def schema_alerts(root: str) -> pd.DataFrame | None:
-    frame = _read(LakeLayout.at(root).schema_alerts)
-    return None if frame is None else frame.sort_values("detected_at", ascending=False, kind="stable")
+    return _read_sorted(LakeLayout.at(root).schema_alerts, "detected_at", ascending=False)
 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def event_groups(root: str) -> pd.DataFrame | None:
-    frame = _read(LakeLayout.at(root).event_groups)
-    return None if frame is None else frame.sort_values(["group", "event_type"], kind="stable")
+    return _read_sorted(LakeLayout.at(root).event_groups, ["group", "event_type"])
 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)

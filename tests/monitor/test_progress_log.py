@@ -18,12 +18,16 @@ from monitor.source_backlog import BacklogReading
 from streamops.backlog import Backlog
 
 
+RECORDED_DAY_NOON = datetime(2026, 11, 22, 12, tzinfo=timezone.utc).timestamp()  # the fixtures' day
+
+
 def events():
+    """The recorded events, all of one day (the terminated event takes its time when received)."""
     return {
         "started": parse_event("started", fixture_text("started.json"), 1.0),
         "progress": parse_event("progress", fixture_text("progress_delta.json"), 1.0),
         "idle": parse_event("idle", fixture_text("idle.json"), 1.0),
-        "terminated": parse_event("terminated", fixture_text("terminated_exception.json"), time.time()),
+        "terminated": parse_event("terminated", fixture_text("terminated_exception.json"), RECORDED_DAY_NOON),
     }
 
 
@@ -81,13 +85,13 @@ def test_retention_drops_old_days_and_compaction_merges_batched_appends(lake):
     log = ProgressLog(lake.query_progress, retention_days=7)
     progress = events()["progress"]
     old = row_of(progress, "s", time.time())
-    old_time = datetime.now(timezone.utc) - timedelta(days=8)
+    old_time = datetime.fromtimestamp(RECORDED_DAY_NOON, timezone.utc) - timedelta(days=8)
     old.update(timestamp=old_time, event_date=old_time.date())
     log.append([old])
     for _ in range(3):
         log.append([row_of(progress, "s", time.time())])
     files_before = len(DeltaTable(str(lake.query_progress)).file_uris())
-    result = log.maintain(time.time())
+    result = log.maintain(RECORDED_DAY_NOON)
     assert result.rows_deleted == 1
     assert old_time.date() not in log.days()
     assert log.read(columns=["event"]).num_rows == 3
