@@ -8,7 +8,7 @@ from a recorded end offset and the source table's log.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
 
@@ -32,8 +32,16 @@ NO_BACKLOG = Backlog(0, 0, 0, 0.0, None)
 def delta_backlog(
     index: DeltaFileIndex, processed: DeltaSourceOffset, now: float | None = None
 ) -> Backlog:
-    """Backlog after `processed` (a batch's end offset) up to the table's latest version."""
+    """Backlog after `processed` (a batch's end offset) up to the table's latest version.
+
+    A stream that has not run a batch yet reports the initial offset, which names no version:
+    a stream starting from the snapshot has the whole latest snapshot waiting; one starting
+    at `latest` has nothing waiting until the next commit."""
     latest = index.refresh()
+    if processed.is_initial:
+        if not processed.is_starting_version or latest < 0:
+            return NO_BACKLOG
+        processed = replace(processed, reservoir_version=latest)
     pending = list(index.files_after(processed, latest))
     if not pending:
         return NO_BACKLOG

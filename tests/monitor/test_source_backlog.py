@@ -80,3 +80,16 @@ def test_other_sources_can_only_say_whether_data_waits(lake):
     assert SourceBacklog(lake).measure("k", [kafka]).pending is True
     no_latest = SourceProgress("custom", None, "5", None, 0, 0.0, 0.0)
     assert SourceBacklog(lake).measure("c", [no_latest]).pending is None
+
+
+def test_a_stream_before_its_first_batch_has_the_snapshot_or_nothing_waiting(lake):
+    table = lake.bronze_events
+    append(table, 10)
+    append(table, 20)
+    table_id = DeltaTable(str(table)).metadata().id
+    from_snapshot = DeltaSourceOffset.initial(table_id, from_snapshot=True)
+    reading = SourceBacklog(lake).measure("new_stream", [delta_source(from_snapshot)])
+    assert (reading.backlog.versions, reading.backlog.files) == (1, 2) and reading.pending is True
+    from_latest = DeltaSourceOffset.initial(table_id, from_snapshot=False)
+    reading = SourceBacklog(lake).measure("new_stream", [delta_source(from_latest)])
+    assert reading.backlog.is_empty and reading.pending is False
