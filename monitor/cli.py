@@ -8,7 +8,14 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from streamops.cli_support import add_json_option, add_lake_option, format_table, print_json
+from streamops.cli_support import (
+    add_json_option,
+    add_lake_option,
+    format_table,
+    human_bytes,
+    human_seconds,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from monitor.fleet_status import StreamStatusRow
@@ -63,7 +70,7 @@ def _status(args: argparse.Namespace) -> int:
             row.status.upper(),
             _last_batch(row.last_batch_id, row.last_batch_at, now),
             _backlog(row),
-            _seconds(row.freshness_seconds),
+            human_seconds(row.freshness_seconds),
             _rates(row.input_rows_per_second, row.processed_rows_per_second),
             _clip(row.reason),
         )
@@ -82,7 +89,7 @@ def _status(args: argparse.Namespace) -> int:
 def _last_batch(batch_id: int | None, at: float | None, now: float) -> str:
     if batch_id is None:
         return "-"
-    return f"{batch_id} ({_seconds(now - at)} ago)" if at is not None else str(batch_id)
+    return f"{batch_id} ({human_seconds(now - at)} ago)" if at is not None else str(batch_id)
 
 
 def _backlog(row: "StreamStatusRow") -> str:
@@ -91,34 +98,12 @@ def _backlog(row: "StreamStatusRow") -> str:
         return "waiting" if row.pending else "-"
     if backlog.is_empty:
         return "none"
-    size, age = _bytes(backlog.bytes), _seconds(backlog.seconds)
+    size, age = human_bytes(backlog.bytes), human_seconds(backlog.seconds)
     return f"{_count(backlog.files, 'file')}, {size}, {_count(backlog.versions, 'version')}, {age}"
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    value = max(0.0, value)
-    if value < 120:
-        return f"{value:.0f}s"
-    if value < 7200:
-        return f"{value / 60:.0f}m"
-    if value < 172800:
-        return f"{value / 3600:.1f}h"
-    return f"{value / 86400:.1f}d"
-
-
-def _bytes(value: int) -> str:
-    size = float(value)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TB"
 
 
 def _rates(rate_in: float | None, rate_out: float | None) -> str:

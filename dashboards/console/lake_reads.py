@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,15 @@ def _sink_index(root: str) -> tuple[SinkTableIndex, threading.Lock]:
     return SinkTableIndex(LakeLayout.at(root)), threading.Lock()
 
 
+@contextmanager
+def _refreshed_sink_index(root: str) -> Iterator[SinkTableIndex]:
+    """The lake's index, brought up to date and held for this reader alone."""
+    index, lock = _sink_index(root)
+    with lock:
+        index.refresh()
+        yield index
+
+
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def correlation(root: str, stream: str, last_batches: int) -> dict[str, Any] | None:
     """`streamops checkpoint correlate --json` of the stream's checkpoint; None without one."""
@@ -126,9 +136,7 @@ def correlation(root: str, stream: str, last_batches: int) -> dict[str, Any] | N
     checkpoint = lake.checkpoint(stream)
     if not checkpoint.is_dir():
         return None
-    index, lock = _sink_index(root)
-    with lock:
-        index.refresh()
+    with _refreshed_sink_index(root) as index:
         return correlate(checkpoint, lake=lake, stream=stream, last_batches=last_batches, sink_index=index).to_json()
 
 
@@ -139,9 +147,7 @@ def diagnosis(root: str, stream: str) -> dict[str, Any] | None:
     checkpoint = lake.checkpoint(stream)
     if not checkpoint.is_dir():
         return None
-    index, lock = _sink_index(root)
-    with lock:
-        index.refresh()
+    with _refreshed_sink_index(root) as index:
         (target,) = checkpoint_targets([checkpoint], lake=lake, stream=stream, index=index)
         sink_logs = {table: index.log(table) for table in target.sink_tables}
     return diagnose(target, sink_logs=sink_logs).to_json()

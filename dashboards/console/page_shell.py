@@ -65,26 +65,3 @@ def severity_badge(severity: str | None) -> str:
     if severity is None:
         return ":green[**HEALTHY**]"
     return f":{SEVERITY_MARKDOWN_COLOR[severity]}[**{severity.upper()}**]"
-
-
-def human_bytes(value: float | None) -> str:
-    if value is None:
-        return "-"
-    units = ("B", "KB", "MB", "GB", "TB")
-    size, unit = float(value), 0
-    while abs(size) >= 1024 and unit < len(units) - 1:
-        size, unit = size / 1024, unit + 1
-    return f"{size:,.0f} B" if unit == 0 else f"{size:,.1f} {units[unit]}"
-
-
-def human_seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    seconds = float(value)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"

@@ -15,8 +15,9 @@ import streamlit as st
 
 from dashboards.console import charts, lake_reads
 from dashboards.console.batch_table import batch_rows, files_read, landing_file_rows, sink_commit_rows, table_name
-from dashboards.console.page_shell import human_bytes, human_seconds, open_lake, plain, severity_badge, status_badge
+from dashboards.console.page_shell import open_lake, plain, severity_badge, status_badge
 from monitor.fleet_status import StreamStatusRow
+from streamops.cli_support import human_bytes, human_seconds
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
 
