@@ -220,24 +220,26 @@ def parse_event(kind: EventKind, text: str | bytes, received_at: float) -> Monit
     raise ProgressEventError(f"unknown listener event kind `{kind}`: expected one of {EVENT_KINDS}")
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
 def exception_summary(text: str | None) -> str | None:
     """The line of a query's exception an on-call engineer needs first.
 
-    A foreachBatch failure arrives as a Py4J wrapper around a Python traceback around a Java
-    stack; the useful line is the Python exception (the traceback's last line). Otherwise it is
-    the first line of the message.
+    A foreachBatch (or Python data source) failure arrives as Spark's error around a Python
+    traceback, followed by a Java stack and the query plan; the useful line is the exception
+    line of the last Python traceback (the first unindented line after its frames). Otherwise
+    it is the first line of the message.
     """
     if not text:
         return None
-    head = text.split("\n\tat ", 1)[0]
-    lines = [line.strip() for line in head.splitlines() if line.strip()]
-    if not lines:
-        return text[:MAX_MESSAGE_CHARS]
-    if "Traceback (most recent call last):" in head:
-        summary = lines[-1]
-    else:
-        summary = lines[0]
-    return summary[:MAX_MESSAGE_CHARS]
+    if _TRACEBACK in text:
+        frames = text.rsplit(_TRACEBACK, 1)[1].splitlines()[1:]
+        line = next((f for f in frames if f.strip() and not f[0].isspace()), None)
+        if line is not None:
+            return line.strip()[:MAX_MESSAGE_CHARS]
+    lines = [line.strip() for line in text.split("\n\tat ", 1)[0].splitlines() if line.strip()]
+    return (lines[0] if lines else text)[:MAX_MESSAGE_CHARS]
 
 
 def _loads(value: str | bytes | Mapping[str, Any], what: str) -> Mapping[str, Any]:

@@ -1,8 +1,12 @@
-"""Classifies raw landing lines inside Spark's Python workers (`mapInArrow`).
+"""Classifies raw landing lines inside Spark's Python workers (`mapInArrow`): the reference.
 
 Each line comes out once, either as an event (type, id, time, variation hash, payload) or with
-a quarantine reason and a short detail. Parsing, validation and hashing happen in one pass
-over each Arrow batch because parsing is the expensive part and everything needs it.
+a quarantine reason and a short detail, by the rules of pipeline/record_rules.py applied in
+order: byte rules first (empty, size, UTF-8, structural depth), then strict parsing
+(pipeline/strict_json.py), then the event rules, then the rules judged once per shape, then lone
+surrogate escapes (README, "One judgement per line", lists every rule). The JVM
+classifier (pipeline/jvm_classifier.py) must agree line for line; a test holds them to it.
+A line no rule expected to fail on is quarantined as `unprocessable`, never raised.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import orjson
 import pyarrow as pa
 
 from pipeline.record_rules import (
@@ -19,8 +22,10 @@ from pipeline.record_rules import (
     EVENT_TYPE_FIELD,
     MAX_DEPTH,
     MAX_RECORD_BYTES,
+    UTF8_BOM,
 )
 from pipeline.schema_variation import VariationCache
+from pipeline.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
 from streamops.lake_layout import is_valid_event_type
 
 CLASSIFIED_SCHEMA = (
@@ -52,6 +57,71 @@ class RecordLimits:
 _cache = VariationCache()
 
 
+@dataclass(frozen=True)
+class LineVerdict:
+    """One line judged: `reason` None means an event, with its type, id, time and hash."""
+
+    payload: bytes | None
+    reason: str | None = None
+    detail: str | None = None
+    event_type: str | None = None
+    event_id: str | None = None
+    event_time: str | None = None
+    schema_hash: str | None = None
+
+
+def strip_bom(line: bytes) -> bytes:
+    return line[len(UTF8_BOM):] if line.startswith(UTF8_BOM) else line
+
+
+def judge_line(line: bytes | None, limits: RecordLimits = RecordLimits(), cache: VariationCache | None = None) -> LineVerdict:
+    """The bronze verdict for one landing line (see the module docstring for the order)."""
+    if line is None:
+        return LineVerdict(None, "empty_line")
+    payload = strip_bom(line)
+    try:
+        return _judge(payload, limits, cache or _cache)
+    except Exception as error:  # noqa: BLE001 - a line no rule foresaw must not stop the stream
+        return LineVerdict(payload, "unprocessable", f"stage classify: {type(error).__name__}: {str(error)[:200]}")
+
+
+def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineVerdict:
+    if not payload.strip(_WHITESPACE):
+        return LineVerdict(payload, "empty_line")
+    if len(payload) > limits.max_record_bytes:
+        return LineVerdict(payload, "too_large", f"{len(payload)} bytes > limit {limits.max_record_bytes}")
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return LineVerdict(payload, "invalid_utf8", f"invalid UTF-8 at byte {error.start}")
+    depth = exceeds_depth(payload, limits.max_depth)
+    if depth is not None:
+        return LineVerdict(payload, "too_deep", f"depth {depth} > limit {limits.max_depth}")
+    try:
+        event = loads(text)
+    except StrictJsonError as error:
+        return LineVerdict(payload, "malformed_json", error.detail[:200])
+    if type(event) is not dict:
+        return LineVerdict(payload, "not_an_object", f"top-level JSON {_json_kind(event)}")
+    event_type = event.get(EVENT_TYPE_FIELD)
+    if event_type is None:
+        return LineVerdict(payload, "missing_event_type")
+    if not is_valid_event_type(event_type):
+        return LineVerdict(payload, "invalid_event_type", f"{EVENT_TYPE_FIELD}={_shown(event_type)}")
+    found = cache.variation(event)
+    if found.reason is not None:
+        return LineVerdict(payload, found.reason, found.detail)
+    if b"\\u" in payload and lone_surrogate(event) is not None:
+        return LineVerdict(payload, "invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form")
+    return LineVerdict(
+        payload,
+        event_type=event_type,
+        event_id=_text(event.get(EVENT_ID_FIELD)),
+        event_time=_text(event.get(EVENT_TIME_FIELD)),
+        schema_hash=found.hash,
+    )
+
+
 class BatchClassifier:
     """Picklable callable for `DataFrame.mapInArrow`; one instance per query, any worker."""
 
@@ -63,84 +133,21 @@ class BatchClassifier:
             yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2))
 
     def classify(self, lines: list[bytes | None], source_files: pa.Array, source_mtimes: pa.Array) -> pa.RecordBatch:
-        size = len(lines)
-        event_types: list[str | None] = [None] * size
-        event_ids: list[str | None] = [None] * size
-        event_times: list[str | None] = [None] * size
-        hashes: list[str | None] = [None] * size
-        reasons: list[str | None] = [None] * size
-        details: list[str | None] = [None] * size
-        max_bytes = self.limits.max_record_bytes
-        max_depth = self.limits.max_depth
-        variation = _cache.variation
-        for row, line in enumerate(lines):
-            if not line or not line.strip(_WHITESPACE):
-                reasons[row] = "empty_line"
-                continue
-            if len(line) > max_bytes:
-                reasons[row] = "too_large"
-                details[row] = f"{len(line)} bytes > limit {max_bytes}"
-                continue
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError as error:
-                reasons[row], details[row] = _decode_failure(line, error)
-                continue
-            except RecursionError:
-                reasons[row], details[row] = "too_deep", "nesting exceeds the parser's limit"
-                continue
-            if type(event) is not dict:
-                reasons[row] = "not_an_object"
-                details[row] = f"top-level JSON {_json_kind(event)}"
-                continue
-            event_type = event.get(EVENT_TYPE_FIELD)
-            if event_type is None:
-                reasons[row] = "missing_event_type"
-                continue
-            if not is_valid_event_type(event_type):
-                reasons[row] = "invalid_event_type"
-                details[row] = f"{EVENT_TYPE_FIELD}={str(event_type)[:80]!r}"
-                continue
-            try:
-                found = variation(event)
-            except RecursionError:
-                reasons[row], details[row] = "too_deep", "nesting exceeds the parser's limit"
-                continue
-            if found.depth > max_depth:
-                reasons[row] = "too_deep"
-                details[row] = f"depth {found.depth} > limit {max_depth}"
-                continue
-            event_types[row] = event_type
-            event_ids[row] = _text(event.get(EVENT_ID_FIELD))
-            event_times[row] = _text(event.get(EVENT_TIME_FIELD))
-            hashes[row] = found.hash
+        verdicts = [judge_line(line, self.limits) for line in lines]
         return pa.RecordBatch.from_arrays(
             [
-                pa.array(event_types, pa.string()),
-                pa.array(event_ids, pa.string()),
-                pa.array(event_times, pa.string()),
-                pa.array(hashes, pa.string()),
-                pa.array(lines, pa.binary()),
+                pa.array([v.event_type for v in verdicts], pa.string()),
+                pa.array([v.event_id for v in verdicts], pa.string()),
+                pa.array([v.event_time for v in verdicts], pa.string()),
+                pa.array([v.schema_hash for v in verdicts], pa.string()),
+                pa.array([v.payload for v in verdicts], pa.binary()),
                 source_files,
                 source_mtimes.cast(_ARROW_SCHEMA.field("source_mtime").type),
-                pa.array(reasons, pa.string()),
-                pa.array(details, pa.string()),
+                pa.array([v.reason for v in verdicts], pa.string()),
+                pa.array([v.detail for v in verdicts], pa.string()),
             ],
             schema=_ARROW_SCHEMA,
         )
-
-
-def _decode_failure(line: bytes, error: orjson.JSONDecodeError) -> tuple[str, str]:
-    message = str(error)
-    if "UTF-8" in message:
-        return "invalid_utf8", message[:200]
-    if "recursion" in message:
-        return "too_deep", message[:200]
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as decode_error:
-        return "invalid_utf8", str(decode_error)[:200]
-    return "malformed_json", message[:200]
 
 
 def _json_kind(value: Any) -> str:
@@ -153,6 +160,14 @@ def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, OutOfRange):
+        return value.text[:80]
+    if isinstance(value, (dict, list)):
+        return _json_kind(value) if isinstance(value, list) else "object"
+    return str(value)[:80] if isinstance(value, str) else repr(value)[:80]
 
 
 def _text(value: Any) -> str | None:

@@ -22,9 +22,10 @@ from pipeline.batch_context import batch_commit_info
 from pipeline import jvm_classifier
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.exceptions import PipelineConfigError
+from pipeline.record_rules import UTF8_BOM
 from pipeline.delta_connector.batch_writer import create_table
-from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, newest_epoch
-from pipeline.schema_registry import NewVariation, SchemaRegistry
+from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, newest_epoch, table_access
+from pipeline.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
 if TYPE_CHECKING:
@@ -83,16 +84,18 @@ class BronzeBatchWriter:
         good = table.filter(is_good)
         bad = table.filter(pc.invert(is_good))
         new = self._new_variations(good)
-        new_entries = self.registry.register(
-            spark, self.connector, new, DeltaTable(str(self.lake.bronze_events)).version() + 1, commit
-        )
+        with table_access(self.lake.bronze_events, "read"):
+            next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+        registration = self.registry.register(spark, self.connector, new, next_version, commit)
+        if registration.rejected:
+            good, bad = _unprocessable(good, bad, registration.rejected)
         self.connector.write_batch(self.lake.bronze_quarantine, _quarantine_rows(bad, batch_id, ingest_time), commit)
         self.connector.write_batch(self.lake.bronze_events, _bronze_rows(good, batch_id, ingest_time), commit)
         result = BronzeBatchResult(
             batch_id=batch_id,
             bronze_rows=good.num_rows,
             quarantined=_counts(bad.column("quarantine_reason")),
-            new_variations=len(new_entries),
+            new_variations=len(registration.entries),
         )
         self.events.bronze_committed(result, newest_epoch(good.column("event_time")))
         if self.after_batch:
@@ -125,6 +128,27 @@ class BronzeBatchWriter:
             )
             if not self.registry.is_known(event_type, variation_hash)
         ]
+
+
+def _unprocessable(
+    good: pa.Table, bad: pa.Table, rejected: dict[tuple[str, str], str]
+) -> tuple[pa.Table, pa.Table]:
+    """Move the rows of variations the registry rejected from `good` to `bad` (`unprocessable`)."""
+    keys = [f"{t}\x00{h}" for t, h in rejected]
+    row_keys = pc.binary_join_element_wise(good.column("event_type"), good.column("schema_hash"), "\x00")
+    is_rejected = pc.is_in(row_keys, pa.array(keys, pa.string()))
+    moved = good.filter(is_rejected)
+    details = {f"{t}\x00{h}": f"stage {REGISTRY_STAGE}: {why}" for (t, h), why in rejected.items()}
+    moved = moved.set_column(
+        moved.schema.get_field_index("quarantine_reason"),
+        "quarantine_reason",
+        pa.array(["unprocessable"] * moved.num_rows, pa.string()),
+    ).set_column(
+        moved.schema.get_field_index("quarantine_detail"),
+        "quarantine_detail",
+        pa.array([details[k] for k in row_keys.filter(is_rejected).to_pylist()], pa.string()),
+    )
+    return good.filter(pc.invert(is_rejected)), pa.concat_tables([bad, moved.cast(bad.schema)])
 
 
 def _bronze_rows(good: pa.Table, batch_id: int, ingest_time: datetime) -> pa.Table:
@@ -189,8 +213,10 @@ def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSe
     if not use_jvm:
         return lines.mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
     limits = settings.limits
+    bom = UTF8_BOM.hex().upper()
+    payload = F.expr(f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END")
     call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
-    return lines.select(call.alias("c"), "value", "source_file", "source_mtime").select(
+    return lines.select(payload.alias("value"), "source_file", "source_mtime").select(call.alias("c"), "value", "source_file", "source_mtime").select(
         "c.event_type",
         "c.event_id",
         "c.event_time_text",

@@ -25,6 +25,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from pipeline.delta_connector.batch_writer import create_table
+from pipeline.lake_tables import table_access
 
 EVENT_GROUPS_SCHEMA = pa.schema(
     [
@@ -103,11 +104,12 @@ class EventGroupsReader:
         self._snapshot = EventGroups(-1, {})
 
     def read(self) -> EventGroups:
-        ensure_table(self.table)
-        dt = DeltaTable(str(self.table))
-        if dt.version() != self._snapshot.version:
-            rows = dt.to_pyarrow_table(columns=["event_type", "group"]).to_pylist()
-            self._snapshot = EventGroups(dt.version(), {r["event_type"]: r["group"] for r in rows})
+        with table_access(self.table, "read"):
+            ensure_table(self.table)
+            dt = DeltaTable(str(self.table))
+            if dt.version() != self._snapshot.version:
+                rows = dt.to_pyarrow_table(columns=["event_type", "group"]).to_pylist()
+                self._snapshot = EventGroups(dt.version(), {r["event_type"]: r["group"] for r in rows})
         return self._snapshot
 
 

@@ -19,3 +19,8 @@ class IncompatibleSchemaError(StreamopsError):
 
 class DemoError(StreamopsError):
     """A part of `streamops demo` (the console, the load) could not start or stopped with an error."""
+
+
+class LakeTableError(StreamopsError):
+    """A lake table cannot be read or written for a reason no record causes (storage full,
+    permissions, a damaged log): the stream stops and is retried, nothing is quarantined."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from pipeline.lake_tables import table_access
 from streamops.lake_layout import LakeLayout
 
 
@@ -28,7 +29,8 @@ class LakeSummary:
 
 
 def _table(path: Path) -> DeltaTable | None:
-    return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None
+    with table_access(path, "read"):
+        return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None
 
 
 def _rows(path: Path) -> int:

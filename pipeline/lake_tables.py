@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake.exceptions import DeltaError
+
+from pipeline.exceptions import LakeTableError
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -40,3 +47,17 @@ def newest_epoch(column: pa.ChunkedArray) -> float | None:
     """Unix seconds of the newest timestamp in a column (None when it holds none)."""
     newest = pc.max(column).as_py() if len(column) else None
     return newest.timestamp() if newest is not None else None
+
+
+@contextmanager
+def table_access(table: Path | str, action: str) -> Iterator[None]:
+    """Turn a storage or table failure into one line that names the table and the way out."""
+    try:
+        yield
+    except (DeltaError, OSError) as error:
+        text = str(error).strip()
+        reason = text.splitlines()[0][:300] if text else type(error).__name__
+        raise LakeTableError(
+            f"cannot {action} `{table}`: {reason}; fix the table or its storage (space, permissions, "
+            "a damaged _delta_log) and the stream resumes where it stopped"
+        ) from error

@@ -1,7 +1,9 @@
 """What makes an input line usable, and the reason recorded when it is not.
 
-The generator produces one bad-record kind per reason below and the tests check the
-quarantine table against its manifest, so reasons and limits are defined only here.
+The generator produces one bad-record kind per bronze reason and the tests check the
+quarantine table against its manifest, so reasons and limits are defined only here. The README
+("One judgement per line") states each rule; both classifiers (pipeline/bronze_classifier.py and
+pipeline/jvm/BronzeLineClassifier.java) apply them in the order of `QuarantineReason`.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from typing import Literal, get_args
 
 QuarantineReason = Literal[
     "empty_line",
-    "invalid_utf8",
     "too_large",
+    "invalid_utf8",
+    "too_deep",
     "malformed_json",
     "not_an_object",
     "missing_event_type",
     "invalid_event_type",
-    "too_deep",
+    "number_out_of_range",
+    "duplicate_key",
+    "unusable_key",
     "incompatible_type",
+    "unprocessable",
 ]
 QUARANTINE_REASONS: tuple[str, ...] = get_args(QuarantineReason)
 
@@ -26,6 +32,9 @@ MAX_RECORD_BYTES = 1_048_576
 
 MAX_DEPTH = 32
 """Objects nested deeper than this go to quarantine as `too_deep`: they cannot become columns."""
+
+UTF8_BOM = b"\xef\xbb\xbf"
+"""A leading byte order mark is dropped (the payload starts at the JSON); anywhere else it is text."""
 
 EVENT_TYPE_FIELD = "event_type"
 EVENT_ID_FIELD = "event_id"

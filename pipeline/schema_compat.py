@@ -9,6 +9,8 @@ quarantine.
 - widened: int -> long, int/long -> double, float -> double, a struct gaining fields -> evolve
 - incompatible: any other type change (number -> string, struct -> scalar, ...) -> keep the
   old type; the rows that carry the new type are quarantined (or the group fails, by policy)
+- incompatible too: a new field that would land in a column the table already has under
+  another name (`userId` then `userid`; `a.b` then `a__b`: see pipeline/column_names.py)
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pipeline.column_names import NESTED_SEPARATOR, column_name, folded
 
 ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
 
@@ -90,7 +94,9 @@ def evolve(old: dict[str, Any] | str | None, new: dict[str, Any] | str) -> Schem
     if old is None:
         return SchemaEvolution(schema=new_schema, is_new=True)
     changes = _Changes()
-    merged = _merge_struct(_as_dict(old), new_schema, "", changes)
+    old_schema = _as_dict(old)
+    columns = {folded(name): path for path, name in _columns(old_schema, "", "")}
+    merged = _merge_struct(old_schema, new_schema, "", "", columns, changes)
     return SchemaEvolution(
         schema=merged,
         added=tuple(changes.added),
@@ -103,33 +109,70 @@ def _as_dict(schema: dict[str, Any] | str) -> dict[str, Any]:
     return json.loads(schema) if isinstance(schema, str) else schema
 
 
-def _merge_struct(old: dict[str, Any], new: dict[str, Any], prefix: str, changes: _Changes) -> dict[str, Any]:
+def _columns(struct: dict[str, Any], path: str, prefix: str) -> list[tuple[str, str]]:
+    """(path, flattened column name) of every column a struct makes (arrays stay one column)."""
+    found = []
+    for child in struct["fields"]:
+        child_path, name = path + child["name"], prefix + column_name(child["name"])
+        if isinstance(child["type"], dict) and child["type"].get("type") == "struct":
+            found += _columns(child["type"], child_path + ".", name + NESTED_SEPARATOR)
+        else:
+            found.append((child_path, name))
+    return found
+
+
+def _merge_struct(
+    old: dict[str, Any],
+    new: dict[str, Any],
+    prefix: str,
+    column_prefix: str | None,
+    columns: dict[str, str],
+    changes: _Changes,
+) -> dict[str, Any]:
+    """`column_prefix` is None inside arrays, where fields are not flattened into columns."""
     fields = [dict(f) for f in old["fields"]]
     by_name = {f["name"]: i for i, f in enumerate(fields)}
+    by_column = {folded(column_name(f["name"])): prefix + f["name"] for f in fields}
     for new_field in new["fields"]:
-        path = prefix + new_field["name"]
-        position = by_name.get(new_field["name"])
-        if position is None:
-            fields.append(dict(new_field, nullable=True))
-            changes.added.append(FieldChange(path, None, type_name(new_field["type"])))
+        name = new_field["name"]
+        path = prefix + name
+        position = by_name.get(name)
+        if position is not None:
+            child_prefix = None if column_prefix is None else column_prefix + column_name(name) + NESTED_SEPARATOR
+            fields[position]["type"] = _merge_type(
+                fields[position]["type"], new_field["type"], path, child_prefix, columns, changes
+            )
             continue
-        fields[position]["type"] = _merge_type(fields[position]["type"], new_field["type"], path, changes)
+        clash = by_column.get(folded(column_name(name)))
+        if clash is None and column_prefix is not None:
+            added = _columns({"fields": [new_field]}, prefix, column_prefix)
+            clash = next((columns[folded(c)] for _, c in added if folded(c) in columns), None)
+        if clash is not None:
+            changes.incompatible.append(FieldChange(path, f"same column as {clash}", type_name(new_field["type"])))
+            continue
+        fields.append(dict(new_field, nullable=True))
+        by_column[folded(column_name(name))] = path
+        if column_prefix is not None:
+            columns.update({folded(c): p for p, c in _columns({"fields": [new_field]}, prefix, column_prefix)})
+        changes.added.append(FieldChange(path, None, type_name(new_field["type"])))
     return {"type": "struct", "fields": fields}
 
 
-def _merge_type(old: Any, new: Any, path: str, changes: _Changes) -> Any:
+def _merge_type(
+    old: Any, new: Any, path: str, column_prefix: str | None, columns: dict[str, str], changes: _Changes
+) -> Any:
     if old == new:
         return old
     if isinstance(old, dict) and isinstance(new, dict) and old.get("type") == new.get("type"):
         if old["type"] == "struct":
-            return _merge_struct(old, new, path + ".", changes)
+            return _merge_struct(old, new, path + ".", column_prefix, columns, changes)
         if old["type"] == "array":
-            element = _merge_type(old["elementType"], new["elementType"], path + "[]", changes)
+            element = _merge_type(old["elementType"], new["elementType"], path + "[]", None, columns, changes)
             return dict(old, elementType=element, containsNull=True)
     if isinstance(old, str) and isinstance(new, str) and new in _WIDENINGS.get(old, frozenset()):
         changes.widened.append(FieldChange(path, old, new))
         return new
-    if new == "void" or (isinstance(new, str) and new in _WIDENINGS and old in _WIDENINGS[new]):
+    if new == "void" or (isinstance(new, str) and isinstance(old, str) and old in _WIDENINGS.get(new, frozenset())):
         return old
     changes.incompatible.append(FieldChange(path, type_name(old), type_name(new)))
     return old

@@ -4,14 +4,19 @@ A batch may bring new variations for hundreds of event types; inferring each typ
 would be one Spark job per type. Nesting every prototype under a key for its type, e.g.
 `{"S:match_start": <prototype>}`, lets one inference pass return one struct field per key,
 each the superset of exactly the prototypes under that key.
+
+`infer_isolated` keeps one event type's prototypes from failing the others: when the shared pass
+fails, a trivial canary tells whether Spark itself is down (the error is raised) or the data is
+at fault (each type is retried alone and the ones that still fail are reported).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-import orjson
+from pipeline.column_names import CORRUPT_RECORD_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -22,29 +27,50 @@ INFERENCE_OPTIONS = {
     "dropFieldIfAllNull": "true",
     "mode": "PERMISSIVE",
 }
-CORRUPT_COLUMN = "_corrupt_record"
+_CANARY = {"canary": ['{"event_type":"canary","n":1}']}
 
 
 def infer_schemas(spark: "SparkSession", prototypes: Mapping[str, Sequence[str]]) -> dict[str, dict]:
     """Spark StructType JSON per key, inferred over that key's prototype messages."""
-    lines = [
-        b'{' + orjson.dumps(key) + b':' + prototype.encode("utf-8") + b'}'
-        for key, texts in prototypes.items()
-        for prototype in texts
-    ]
+    lines = ["{" + json.dumps(key) + ":" + prototype + "}" for key, texts in prototypes.items() for prototype in texts]
     if not lines:
         return {}
-    text_rdd = spark.sparkContext.parallelize([line.decode("utf-8") for line in lines], 1)
+    text_rdd = spark.sparkContext.parallelize(lines, 1)
     reader = spark.read
     for option, value in INFERENCE_OPTIONS.items():
         reader = reader.option(option, value)
     inferred = json.loads(reader.json(text_rdd).schema.json())
-    schemas = {}
-    for wrapper in inferred["fields"]:
-        if wrapper["name"] == CORRUPT_COLUMN or not isinstance(wrapper["type"], dict):
-            continue
-        schemas[wrapper["name"]] = {
-            "type": "struct",
-            "fields": [f for f in wrapper["type"]["fields"] if f["name"] != CORRUPT_COLUMN],
-        }
-    return schemas
+    return {
+        wrapper["name"]: wrapper["type"]
+        for wrapper in inferred["fields"]
+        if wrapper["name"] != CORRUPT_RECORD_COLUMN and isinstance(wrapper["type"], dict)
+    }
+
+
+@dataclass(frozen=True)
+class Inference:
+    schemas: dict[str, dict]
+    failed: dict[str, str]
+    """Group -> the one-line error that group alone still raised."""
+
+
+def infer_isolated(spark: "SparkSession", groups: Mapping[str, Mapping[str, Sequence[str]]]) -> Inference:
+    """Infer every group's keys in one pass; a group Spark cannot infer fails alone."""
+    merged = {key: texts for group in groups.values() for key, texts in group.items()}
+    try:
+        return Inference(infer_schemas(spark, merged), {})
+    except Exception:  # noqa: BLE001 - which group is at fault is decided below
+        infer_schemas(spark, _CANARY)
+    schemas: dict[str, dict] = {}
+    failed: dict[str, str] = {}
+    for name, group in groups.items():
+        try:
+            schemas.update(infer_schemas(spark, group))
+        except Exception as error:  # noqa: BLE001 - isolated: the canary inferred
+            failed[name] = f"{type(error).__name__}: {_first_line(error)}"
+    return Inference(schemas, failed)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else ""

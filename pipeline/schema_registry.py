@@ -23,14 +23,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-import orjson
 import pyarrow as pa
 from deltalake import DeltaTable
 
 from pipeline.delta_connector.batch_writer import create_table
+from pipeline.lake_tables import table_access
+from pipeline.payload_parser import arrow_schema
 from pipeline.schema_compat import evolve
-from pipeline.schema_inference import infer_schemas
+from pipeline.schema_inference import infer_isolated
 from pipeline.schema_variation import variation_paths
+from pipeline.strict_json import loads
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,6 +58,7 @@ REGISTRY_SCHEMA = pa.schema(
     ]
 )
 EMPTY_STRUCT: dict[str, Any] = {"type": "struct", "fields": []}
+REGISTRY_STAGE = "registry"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,15 @@ class RegistryEntry:
         return row
 
 
+@dataclass(frozen=True)
+class Registration:
+    """What `register` did with a batch's new variations."""
+
+    entries: list[RegistryEntry]
+    rejected: dict[tuple[str, str], str]
+    """(event type, variation hash) -> why the registry could not take it (its rows are quarantined)."""
+
+
 class SchemaRegistry:
     """In-memory view of the registry table, kept in step with what this process writes."""
 
@@ -102,8 +114,9 @@ class SchemaRegistry:
 
     @classmethod
     def load(cls, table: Path) -> "SchemaRegistry":
-        create_table(table, REGISTRY_SCHEMA)
-        rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+        with table_access(table, "read"):
+            create_table(table, REGISTRY_SCHEMA)
+            rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
         return cls(table, (_entry(row) for row in rows))
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:
@@ -138,49 +151,58 @@ class SchemaRegistry:
         new: list[NewVariation],
         bronze_version: int,
         commit: "BatchCommitInfo",
-    ) -> list[RegistryEntry]:
+    ) -> Registration:
         """Add the batch's new variations; at most one schema-version bump per type.
 
-        The write is the registry table's idempotent batch commit, so a replay of the batch
-        adds nothing.
+        A variation the registry cannot process (its prototype, Spark's inference of its type,
+        or the Arrow form of the schema it makes fails) is not registered and comes back in
+        `rejected`: bronze quarantines its rows as `unprocessable`, and the rest commit. The
+        decision depends only on the batch and the registry, so a replay makes the same one.
+        The write is the registry table's idempotent batch commit: a replay adds nothing.
         """
         fresh = [v for v in new if not self.is_known(v.event_type, v.variation_hash)]
-        if not fresh:
-            return []
+        rejected: dict[tuple[str, str], str] = {}
+        paths: dict[str, tuple[str, ...]] = {}
+        for variation in fresh:
+            try:
+                paths[variation.variation_hash] = tuple(variation_paths(loads(variation.prototype)))
+            except Exception as error:  # noqa: BLE001 - isolate the record, keep the batch
+                rejected[(variation.event_type, variation.variation_hash)] = _why(error)
+        fresh = [v for v in fresh if (v.event_type, v.variation_hash) not in rejected]
         by_type: dict[str, list[NewVariation]] = {}
         for variation in fresh:
             by_type.setdefault(variation.event_type, []).append(variation)
-        prototypes: dict[str, list[str]] = {}
-        for event_type, variations in by_type.items():
-            known = [e.prototype for e in self._by_type.get(event_type, ())]
-            prototypes["S:" + event_type] = known + [v.prototype for v in variations]
-            for v in variations:
-                prototypes["V:" + v.variation_hash] = [v.prototype]
-        inferred = infer_schemas(spark, prototypes)
-        superset_changed = {
-            event_type: _superset(self._by_type.get(event_type)) != inferred.get("S:" + event_type, EMPTY_STRUCT)
-            for event_type in by_type
-        }
+        inference = infer_isolated(spark, {t: self._prototypes(t, vs) for t, vs in by_type.items()})
+        for event_type, error in inference.failed.items():
+            for variation in by_type.pop(event_type):
+                rejected[(event_type, variation.variation_hash)] = f"Spark's schema inference failed: {error}"
+        inferred = inference.schemas
         now = datetime.now(timezone.utc)
         applied = dict(self._applied)
         entries: list[RegistryEntry] = []
-        for variation in fresh:
+        for variation in (v for vs in by_type.values() for v in vs):
             event_type = variation.event_type
-            history = self._by_type.get(event_type)
-            version = (max(e.schema_version for e in history) if history else 0) + int(superset_changed[event_type])
             variation_schema = inferred.get("V:" + variation.variation_hash, EMPTY_STRUCT)
-            evolution = evolve(applied.get(event_type), variation_schema)
+            try:
+                evolution = evolve(applied.get(event_type), variation_schema)
+                arrow_schema(evolution.schema)
+            except Exception as error:  # noqa: BLE001 - silver could never read it: isolate
+                rejected[(event_type, variation.variation_hash)] = _why(error)
+                continue
             applied[event_type] = evolution.schema
+            history = self._by_type.get(event_type)
+            superset = inferred.get("S:" + event_type, EMPTY_STRUCT)
+            changed = int(_superset(history) != superset)
             entries.append(
                 RegistryEntry(
                     event_type=event_type,
                     variation_hash=variation.variation_hash,
-                    schema_version=version,
+                    schema_version=(max(e.schema_version for e in history) if history else 0) + changed,
                     seen_order=self._count + len(entries),
                     prototype=variation.prototype,
-                    schema_json=json.dumps(inferred.get("S:" + event_type, EMPTY_STRUCT), sort_keys=True),
+                    schema_json=json.dumps(superset, sort_keys=True),
                     variation_schema_json=json.dumps(variation_schema, sort_keys=True),
-                    variation_paths=tuple(variation_paths(orjson.loads(variation.prototype))),
+                    variation_paths=paths[variation.variation_hash],
                     change_kind=evolution.kind,
                     changed_fields=json.dumps([c.as_dict() for c in evolution.changes]),
                     first_seen=now,
@@ -188,10 +210,23 @@ class SchemaRegistry:
                     batch_id=commit.batch_id,
                 )
             )
-        table = pa.Table.from_pylist([e.as_row() for e in entries], schema=REGISTRY_SCHEMA)
-        connector.write_batch(self.table, table, commit)
-        self._add(entries)
-        return entries
+        if entries:
+            table = pa.Table.from_pylist([e.as_row() for e in entries], schema=REGISTRY_SCHEMA)
+            connector.write_batch(self.table, table, commit)
+            self._add(entries)
+        return Registration(entries, rejected)
+
+    def _prototypes(self, event_type: str, fresh: list[NewVariation]) -> dict[str, list[str]]:
+        """Inference keys of one type: its superset over every prototype, and each new variation's own."""
+        known = [e.prototype for e in self._by_type.get(event_type, ())]
+        keys = {"S:" + event_type: known + [v.prototype for v in fresh]}
+        keys.update({"V:" + v.variation_hash: [v.prototype] for v in fresh})
+        return keys
+
+
+def _why(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
 
 
 def _superset(history: list[RegistryEntry] | None) -> dict[str, Any] | None:
@@ -215,7 +250,8 @@ class RegistryReader:
         self._registry = SchemaRegistry(table)
 
     def read(self) -> tuple[int, SchemaRegistry]:
-        version = DeltaTable(str(self.table)).version() if DeltaTable.is_deltatable(str(self.table)) else -1
+        with table_access(self.table, "read"):
+            version = DeltaTable(str(self.table)).version() if DeltaTable.is_deltatable(str(self.table)) else -1
         if version != self._version:
             self._registry = SchemaRegistry.load(self.table) if version >= 0 else SchemaRegistry(self.table)
             self._version = version

@@ -14,6 +14,9 @@ Hashing every event this way in Python costs ~10 µs. Events of one variation sh
 *shape* (their key order and value types), and a shape key built from C-level builtins
 (`tuple(dict)`, `type`) costs ~3 µs, so `VariationCache` computes the signature once per
 shape. The shape key determines the signature exactly, so the cache never changes a result.
+The same holds for the rules judged per shape (`shape_verdict`): numbers out of range (their
+`OutOfRange` marker is a value type), repeated keys (the `DUPLICATE_KEYS` marker is a key) and
+keys that cannot become columns are all properties of the shape.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+from pipeline.column_names import unusable_key
+from pipeline.strict_json import DUPLICATE_KEYS, OutOfRange
 
 _DICT = dict
 _LIST = list
@@ -59,21 +65,6 @@ def variation_hash(paths: list[str]) -> str:
     return hashlib.sha256("\n".join(paths).encode("utf-8")).hexdigest()[:16]
 
 
-def nesting_depth(value: Any) -> int:
-    """Levels of objects/arrays below the top-level object (a flat event has depth 0)."""
-    if type(value) is _DICT:
-        children = value.values()
-    elif type(value) is _LIST:
-        children = value
-    else:
-        return 0
-    deepest = 0
-    for child in children:
-        if type(child) is _DICT or type(child) is _LIST:
-            deepest = max(deepest, 1 + nesting_depth(child))
-    return deepest
-
-
 def shape_key(obj: dict[str, Any]) -> tuple[Any, ...]:
     """Keys in order with each value's type, nested shapes inline: equal keys, equal signature."""
     out: list[Any] = []
@@ -98,12 +89,62 @@ def _list_shape(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Variation:
-    hash: str
-    depth: int
+    """What one shape is: its variation hash, or why events of this shape cannot be stored."""
+
+    hash: str | None
+    reason: str | None = None
+    detail: str | None = None
+
+
+def shape_verdict(event: dict[str, Any]) -> Variation:
+    """Judge a shape once: numbers out of range, repeated keys, keys that cannot be columns."""
+    out_of_range = _out_of_range_path(event, "")
+    if out_of_range is not None:
+        return Variation(None, "number_out_of_range", f"`{out_of_range[:80]}` does not fit a 64-bit integer or double")
+    duplicate = _first_duplicate(event)
+    if duplicate is not None:
+        return Variation(None, "duplicate_key", f"key {duplicate[:80]!r} appears twice in one object")
+    unusable = unusable_key(event)
+    if unusable is not None:
+        return Variation(None, "unusable_key", unusable[:200])
+    return Variation(variation_hash(variation_paths(event)))
+
+
+def _out_of_range_path(value: Any, path: str) -> str | None:
+    """The path of the first number out of range (part of the shape, so the same for every event)."""
+    if type(value) is OutOfRange:
+        return path or "(top level)"
+    if type(value) is _DICT:
+        children = [(f"{path}.{k}" if path else k, v) for k, v in value.items() if type(k) is str]
+    elif type(value) is _LIST:
+        children = [(path + "[]", v) for v in value]
+    else:
+        return None
+    for child_path, child in children:
+        found = _out_of_range_path(child, child_path)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_duplicate(value: Any) -> str | None:
+    if type(value) is _DICT:
+        if DUPLICATE_KEYS in value:
+            return value[DUPLICATE_KEYS]
+        children = value.values()
+    elif type(value) is _LIST:
+        children = value
+    else:
+        return None
+    for child in children:
+        found = _first_duplicate(child)
+        if found is not None:
+            return found
+    return None
 
 
 class VariationCache:
-    """Signature per shape, for the life of one Python worker (shapes are few, events many)."""
+    """Verdict per shape, for the life of one Python worker (shapes are few, events many)."""
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self._by_shape: dict[tuple[Any, ...], Variation] = {}
@@ -113,7 +154,7 @@ class VariationCache:
         key = shape_key(event)
         found = self._by_shape.get(key)
         if found is None:
-            found = Variation(variation_hash(variation_paths(event)), nesting_depth(event))
+            found = shape_verdict(event)
             if len(self._by_shape) >= self._max_entries:
                 self._by_shape.clear()
             self._by_shape[key] = found

@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 from pipeline.batch_context import batch_commit_info
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
+from pipeline.column_names import LINEAGE_COLUMNS, NESTED_SEPARATOR, column_name
 from pipeline.lake_tables import QUARANTINE_SCHEMA, newest_epoch
-from pipeline.payload_parser import parse_payloads, select
+from pipeline.payload_parser import PARSE_STAGE, parse_payloads, select, typed_payload
 from pipeline.schema_alerts import SchemaAlert, alert_rows
 from pipeline.schema_registry import RegistryReader
 from pipeline.silver_schemas import SilverSchema, silver_schemas
@@ -36,14 +37,6 @@ if TYPE_CHECKING:
     from streamops.commit_metadata import BatchCommitInfo
 
 OnIncompatible = Literal["quarantine", "fail_group"]
-LINEAGE_COLUMNS = {
-    "_event_time": "event_time",
-    "_ingest_time": "ingest_time",
-    "_source_file": "source_file",
-    "_bronze_batch_id": "batch_id",
-    "_schema_hash": "schema_hash",
-}
-NESTED_SEPARATOR = "__"
 
 
 @dataclass(frozen=True)
@@ -121,15 +114,16 @@ class SilverGroupWriter:
             rejected = rows.filter(bad)
             if rejected.num_rows:
                 alerts.extend(self._alerts(rejected, schema))
-                quarantine.append(_quarantine_rows(rejected, _incompatible_details(schema, rejected), self.stream, commit.batch_id))
+                details = _incompatible_details(schema, rejected)
+                quarantine.append(_quarantine_rows(rejected, "incompatible_type", details, self.stream, commit.batch_id))
             accepted = rows.filter(pc.invert(bad))
             if accepted.num_rows == 0:
                 continue
-            parsed = parse_payloads(accepted.column("payload"), accepted.column("_schema_hash"), schema.arrow)
+            parsed = parse_payloads(accepted.column("typed_payload"), accepted.column("_schema_hash"), schema.arrow)
             if parsed.errors:
                 unparsed = accepted.filter(pc.invert(parsed.accepted))
-                details = [parsed.errors[row] for row in sorted(parsed.errors)]
-                quarantine.append(_quarantine_rows(unparsed, details, self.stream, commit.batch_id))
+                details = [f"stage {PARSE_STAGE}: {parsed.errors[row]}" for row in sorted(parsed.errors)]
+                quarantine.append(_quarantine_rows(unparsed, "unprocessable", details, self.stream, commit.batch_id))
             if parsed.table.num_rows:
                 tables[event_type] = silver_rows(parsed.table, select(accepted, parsed.accepted))
         if alerts:
@@ -177,16 +171,19 @@ class SilverGroupWriter:
 
 
 def group_rows(df: "DataFrame", schemas: dict[str, SilverSchema]) -> "DataFrame":
-    """The group's bronze rows, with lineage columns under their silver names."""
+    """The group's bronze rows, each payload as Spark reads it with its type's applied schema,
+    with lineage columns under their silver names."""
     from pyspark.sql import functions as F
 
-    columns = [F.col("event_type"), F.col("payload")]
+    typed = typed_payload({t: s.applied for t, s in schemas.items()}, F.col("event_type"), F.col("payload"))
+    columns = [F.col("event_type"), F.col("payload"), typed.alias("typed_payload")]
     columns += [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
     return df.where(F.col("event_type").isin(sorted(schemas))).select(*columns)
 
 
 def silver_rows(parsed: pa.Table, lineage: pa.Table) -> pa.Table:
-    """Flat typed columns of one event type, then the lineage columns."""
+    """Flat typed columns of one event type (named by pipeline/column_names.py), then the
+    lineage columns."""
     names: list[str] = []
     arrays: list[Any] = []
     for field, column in zip(parsed.schema, parsed.columns):
@@ -198,13 +195,43 @@ def silver_rows(parsed: pa.Table, lineage: pa.Table) -> pa.Table:
 
 
 def _flatten(field: pa.Field, column: Any, prefix: str, names: list[str], arrays: list[Any]) -> None:
-    name = prefix + field.name
+    name = prefix + column_name(field.name)
     if not pa.types.is_struct(field.type):
         names.append(name)
-        arrays.append(column)
+        arrays.append(_with_column_names(column))
         return
     for index, child in enumerate(field.type):
         _flatten(child, pc.struct_field(column, [index]), name + NESTED_SEPARATOR, names, arrays)
+
+
+def _with_column_names(column: Any) -> Any:
+    """Struct fields inside arrays take column names too (Delta checks nested names)."""
+    data_type = column.type
+    if _named(data_type) == data_type:
+        return column
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return pa.chunked_array([_renamed(chunk) for chunk in chunks], _named(data_type))
+
+
+def _named(data_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(data_type):
+        return pa.struct([pa.field(column_name(f.name), _named(f.type), f.nullable) for f in data_type])
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        element = data_type.value_field
+        wrap = pa.list_ if pa.types.is_list(data_type) else pa.large_list
+        return wrap(pa.field(element.name, _named(element.type), element.nullable))
+    return data_type
+
+
+def _renamed(array: pa.Array) -> pa.Array:
+    if pa.types.is_struct(array.type):
+        children = [_renamed(array.field(i)) for i in range(array.type.num_fields)]
+        names = [column_name(f.name) for f in array.type]
+        return pa.StructArray.from_arrays(children, names=names, mask=array.is_null() if array.null_count else None)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        kind = pa.ListArray if pa.types.is_list(array.type) else pa.LargeListArray
+        return kind.from_arrays(array.offsets, _renamed(array.values), mask=array.is_null() if array.null_count else None)
+    return array
 
 
 def _incompatible_details(schema: SilverSchema, rejected: pa.Table) -> list[str]:
@@ -215,14 +242,14 @@ def _incompatible_details(schema: SilverSchema, rejected: pa.Table) -> list[str]
     return [details[h] for h in rejected.column("_schema_hash").to_pylist()]
 
 
-def _quarantine_rows(rejected: pa.Table, details: list[str], stream: str, batch_id: int) -> pa.Table:
+def _quarantine_rows(rejected: pa.Table, reason: str, details: list[str], stream: str, batch_id: int) -> pa.Table:
     rows = rejected.num_rows
     payloads = rejected.column("payload")
     return pa.Table.from_arrays(
         [
             pa.array([stream] * rows, pa.string()),
             pa.array([batch_id] * rows, pa.int64()),
-            pa.array(["incompatible_type"] * rows, pa.string()),
+            pa.array([reason] * rows, pa.string()),
             pa.array(details, pa.string()),
             rejected.column("event_type").cast(pa.string()),
             rejected.column("_schema_hash").cast(pa.string()),

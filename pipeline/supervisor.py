@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from monitor.progress_event import exception_summary
 from pipeline.bronze_stream import BronzeBatchResult, BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import DeltaConnector
 from pipeline.event_groups import EventGroupsReader
@@ -140,23 +141,29 @@ class Supervisor:
             self.monitor.register_source_table(MANAGEMENT_STREAM, self.lake.schema_registry)
         for _ in range(max_rounds):
             before = (self.report.bronze_batches, self.groups.read().version)
-            self._await(self._start_bronze(available_now=True), BRONZE_STREAM)
-            self._await(self._start_management(available_now=True), MANAGEMENT_STREAM)
-            queries = {silver_stream(g): self._start_group(g, True) for g in self.groups.read().groups}
-            for name, query in queries.items():
-                self._await(query, name)
+            self._drain(BRONZE_STREAM, lambda: self._start_bronze(available_now=True))
+            self._drain(MANAGEMENT_STREAM, lambda: self._start_management(available_now=True))
+            for group in self.groups.read().groups:
+                self._drain(silver_stream(group), lambda g=group: self._start_group(g, True))
             if (self.report.bronze_batches, self.groups.read().version) == before:
                 break
         return self.report
 
-    def _await(self, query: "StreamingQuery", name: str) -> None:
+    def _drain(self, name: str, start: Callable[[], "StreamingQuery"]) -> None:
+        """Start an AvailableNow query and wait for it; a failure is reported, the others go on."""
+        query = None
         try:
+            query = start()
             query.awaitTermination()
         except Exception as error:  # noqa: BLE001 - a failed stream is reported, others go on
-            self.report.failures.setdefault(name, []).append(_first_line(error))
-            self.log(f"{name} failed: {_first_line(error)}")
+            self._failed(name, _first_line(error))
         finally:
-            query.stop()
+            if query is not None:
+                query.stop()
+
+    def _failed(self, name: str, message: str) -> None:
+        self.report.failures.setdefault(name, []).append(message)
+        self.log(f"{name} failed: {message}")
 
     def run_for(self, seconds: float | None) -> RunReport:
         """Run continuously for `seconds` (None: until interrupted), supervising every query."""
@@ -181,7 +188,7 @@ class Supervisor:
     def _supervise(self, name: str, start: Callable[[], "StreamingQuery"]) -> None:
         entry = Supervised(name, start)
         self.supervised[name] = entry
-        entry.query = start()
+        self._start(entry, time.monotonic())
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -190,20 +197,30 @@ class Supervisor:
                 continue
             if entry.query is not None and not entry.query.isActive:
                 error = entry.query.exception()
-                message = _first_line(error) if error else "stopped"
                 entry.query = None
-                entry.failures += 1
-                entry.last_error = message
-                self.report.failures.setdefault(entry.name, []).append(message)
+                message = _first_line(error) if error else "stopped"
                 if INCOMPATIBLE_MARKER in message:
                     entry.held = True
+                    self.report.failures.setdefault(entry.name, []).append(message)
                     self.log(f"{entry.name} stopped (on_incompatible=fail_group): {message}")
                     continue
-                backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
-                entry.next_start = now + backoff
-                self.log(f"{entry.name} failed ({message}); restarting in {backoff:.0f}s")
-            if entry.query is None and not entry.held and now >= entry.next_start:
-                entry.query = entry.start()
+                self._back_off(entry, message, now)
+            if entry.query is None and now >= entry.next_start:
+                self._start(entry, now)
+
+    def _start(self, entry: Supervised, now: float) -> None:
+        try:
+            entry.query = entry.start()
+        except Exception as error:  # noqa: BLE001 - a query that cannot start is retried like a failed one
+            self._back_off(entry, _first_line(error), now)
+
+    def _back_off(self, entry: Supervised, message: str, now: float) -> None:
+        entry.failures += 1
+        entry.last_error = message
+        self.report.failures.setdefault(entry.name, []).append(message)
+        backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
+        entry.next_start = now + backoff
+        self.log(f"{entry.name} failed ({message}); restarting in {backoff:.0f}s")
 
     def stop(self) -> None:
         for entry in self.supervised.values():
@@ -213,8 +230,5 @@ class Supervisor:
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    for line in text.splitlines():
-        if INCOMPATIBLE_MARKER in line:
-            return line.strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__
+    """The line of a query's failure an operator needs (the Python exception of a foreachBatch)."""
+    return exception_summary(str(error)) or type(error).__name__

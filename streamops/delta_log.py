@@ -15,9 +15,10 @@ from typing import Any, Iterator
 
 import orjson
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
-from streamops.exceptions import TableNotFoundError, VersionNotInLogError
+from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
 
 
@@ -139,6 +140,8 @@ class DeltaLog:
                 raise TableNotFoundError(
                     f"no Delta table at `{self.table}`: check the path, or create the table first"
                 ) from error
+            except DeltaError as error:
+                raise self._unreadable(error) from error
         return self._dt
 
     def refresh(self) -> "DeltaLog":
@@ -146,8 +149,18 @@ class DeltaLog:
         if self._dt is None:
             _ = self.delta_table
         else:
-            self._dt.update_incremental()
+            try:
+                self._dt.update_incremental()
+            except DeltaError as error:
+                raise self._unreadable(error) from error
         return self
+
+    def _unreadable(self, error: DeltaError) -> TableUnreadableError:
+        text = str(error).strip()
+        return TableUnreadableError(
+            f"cannot read the Delta table `{self.table}`: {text.splitlines()[0][:300] if text else 'DeltaError'}; "
+            "its _delta_log may be damaged: restore the table (or its log) from a backup"
+        )
 
     def table_id(self) -> str:
         return self.delta_table.metadata().id

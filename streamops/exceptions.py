@@ -23,5 +23,9 @@ class TableNotFoundError(StreamopsError):
     """A Delta table the caller needs does not exist."""
 
 
+class TableUnreadableError(StreamopsError):
+    """A Delta table exists but its log cannot be read (damaged, unreadable storage)."""
+
+
 class VersionNotInLogError(StreamopsError):
     """A Delta commit the caller needs was removed by log cleanup (or never existed)."""

@@ -18,6 +18,7 @@ import pyarrow as pa
 from pipeline.delta_connector.batch_writer import WriteOutcome, committed_batch, write_batch
 from pipeline.delta_connector.delta_source import FORMAT_NAME
 from pipeline.exceptions import PipelineConfigError
+from pipeline.lake_tables import table_access
 from streamops.commit_metadata import BatchCommitInfo
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ class EmbeddedDelta:
         return reader.load()
 
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
-        return write_batch(table, data, commit)
+        with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
+            return write_batch(table, data, commit)
 
 
 @dataclass(frozen=True)

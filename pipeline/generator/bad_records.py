@@ -30,6 +30,9 @@ BadKind = Literal[
     "invalid_utf8",
     "too_large",
     "too_deep",
+    "number_out_of_range",
+    "duplicate_key",
+    "unusable_key",
 ]
 BAD_KINDS: tuple[BadKind, ...] = get_args(BadKind)
 
@@ -43,6 +46,9 @@ QUARANTINE_REASON_OF: dict[BadKind, QuarantineReason] = {
     "invalid_utf8": "invalid_utf8",
     "too_large": "too_large",
     "too_deep": "too_deep",
+    "number_out_of_range": "number_out_of_range",
+    "duplicate_key": "duplicate_key",
+    "unusable_key": "unusable_key",
 }
 
 TOO_DEEP_DEPTH = MAX_DEPTH + 10
@@ -50,6 +56,8 @@ INVALID_EVENT_TYPES: tuple[Any, ...] = ("../../etc/passwd", "", "match start", "
 INVALID_UTF8_SEQUENCES = (b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xc0\xaf", b"\xfe\xfe", b"\xe2\x82")
 BLANK_LINES = (b"", b" ", b"   ", b"\t", b" \t ")
 JSON_SCALARS = (b"42", b"3.5", b'"match_start"', b"true", b"null")
+OUT_OF_RANGE_NUMBERS = (b"9223372036854775808", b"-9223372036854775809", b"18446744073709551616", b"1e309", b"-2.5e400")
+UNUSABLE_KEYS = ("", "Title_ID", "_rescued_data", "player__id")
 
 
 def bad_record_count(total_lines: int, ratio: float) -> int:
@@ -94,6 +102,13 @@ def render_bad_record(kind: BadKind, event: dict[str, Any], rng: random.Random) 
         return orjson.dumps(event)
     if kind == "invalid_utf8":
         return _with_invalid_bytes(event, rng)
+    if kind == "number_out_of_range":
+        return orjson.dumps(event)[:-1] + b',"score":' + rng.choice(OUT_OF_RANGE_NUMBERS) + b"}"
+    if kind == "duplicate_key":
+        return orjson.dumps(event)[:-1] + b',"title_id":' + orjson.dumps(event["title_id"]) + b"}"
+    if kind == "unusable_key":
+        event[rng.choice(UNUSABLE_KEYS)] = 1
+        return orjson.dumps(event)
     return _malformed(orjson.dumps(event), rng)
 
 

@@ -9,8 +9,11 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
@@ -25,6 +28,12 @@ import org.apache.spark.sql.api.java.UDF3;
  * tests/pipeline/test_jvm_classifier.py checks the two agree on every generated bad kind and drift.
  *
  * Returns (event_type, event_id, event_time_text, schema_hash, quarantine_reason, quarantine_detail).
+ * The rules and their order are the README's "One judgement per line": byte rules (empty, size,
+ * UTF-8, structural depth, NUL) before Jackson sees the line, so no parser limit or encoding
+ * detection decides anything; then strict JSON; then the event rules; then the rules judged once
+ * per shape (repeated keys, numbers beyond 64-bit, keys that cannot be columns, the same as
+ * pipeline/column_names.py); last, lone UTF-16 surrogate escapes. Nothing a line holds makes this
+ * function throw: anything unforeseen is quarantined as `unprocessable`.
  * Events of one variation share a shape (keys in order, value kinds), so the hash is computed
  * once per shape and looked up afterwards. The shape is kept as a 128-bit fingerprint (two
  * independently seeded splitmix64 chains over keys, kinds and nesting) rather than a string, which
@@ -38,23 +47,45 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
                   .maxNestingDepth(Integer.MAX_VALUE)
                   .maxStringLength(Integer.MAX_VALUE)
                   .maxNameLength(Integer.MAX_VALUE)
+                  .maxNumberLength(Integer.MAX_VALUE)
                   .build())
           .build();
   private static final Pattern EVENT_TYPE = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,127}$");
   private static final int MAX_CACHED_SHAPES = 100_000;
-  private static final ConcurrentHashMap<Shape, String> HASH_BY_SHAPE = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Shape, Verdict> VERDICT_BY_SHAPE = new ConcurrentHashMap<>();
+  private static final Set<String> RESERVED_COLUMNS =
+      Set.of(
+          "_event_time", "_ingest_time", "_source_file", "_bronze_batch_id", "_schema_hash",
+          "_rescued_data", "_corrupt_record");
+  private static final String FORBIDDEN_IN_NAMES = " ,;{}()\n\t=";
   private static final ConcurrentHashMap<String, Boolean> VALID_TYPES = new ConcurrentHashMap<>();
 
   @Override
   public Row call(byte[] line, Integer maxBytes, Integer maxDepth) {
+    try {
+      return classify(line, maxBytes, maxDepth);
+    } catch (RuntimeException | StackOverflowError error) {
+      return quarantine("unprocessable", "stage classify: " + error.getClass().getSimpleName() + ": " + firstLine(error));
+    }
+  }
+
+  private static Row classify(byte[] line, int maxBytes, int maxDepth) {
     if (line == null || isBlank(line)) {
       return quarantine("empty_line", null);
     }
     if (line.length > maxBytes) {
       return quarantine("too_large", line.length + " bytes > limit " + maxBytes);
     }
-    if (!isValidUtf8(line)) {
-      return quarantine("invalid_utf8", "bytes are not valid UTF-8");
+    ByteScan bytes = ByteScan.of(line);
+    if (bytes.invalidUtf8At >= 0) {
+      return quarantine("invalid_utf8", "invalid UTF-8 at byte " + bytes.invalidUtf8At);
+    }
+    int depth = bytes.maxNesting - 1;
+    if (depth > maxDepth) {
+      return quarantine("too_deep", "depth " + depth + " > limit " + maxDepth);
+    }
+    if (bytes.hasNul) {
+      return quarantine("malformed_json", "a raw NUL byte is not JSON");
     }
     Scan scan = new Scan();
     try (JsonParser parser = JSON.createParser(line)) {
@@ -63,15 +94,13 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
         scan.topLevel = first;
         skipValue(parser, first);
       } else {
-        scanObject(parser, scan, 1, true);
+        scanObject(parser, scan, true);
       }
       if (parser.nextToken() != null) {
         return quarantine("malformed_json", "trailing data after the JSON value");
       }
     } catch (java.io.IOException error) {
-      String message = String.valueOf(error.getMessage());
-      int cut = message.indexOf('\n');
-      return quarantine("malformed_json", (cut < 0 ? message : message.substring(0, cut)));
+      return quarantine("malformed_json", firstLine(error));
     }
     if (scan.topLevel != null) {
       return quarantine("not_an_object", "top-level JSON " + kindName(scan.topLevel));
@@ -83,20 +112,120 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
       String shown = scan.eventType != null ? scan.eventType : scan.eventTypeRaw;
       return quarantine("invalid_event_type", "event_type=" + shown);
     }
-    int depth = scan.maxLevel - 1;
-    if (depth > maxDepth) {
-      return quarantine("too_deep", "depth " + depth + " > limit " + maxDepth);
-    }
     Shape shape = new Shape(scan.low, scan.high);
-    String hash = HASH_BY_SHAPE.get(shape);
-    if (hash == null) {
-      hash = hashOf(line);
-      if (HASH_BY_SHAPE.size() >= MAX_CACHED_SHAPES) {
-        HASH_BY_SHAPE.clear();
+    Verdict verdict = VERDICT_BY_SHAPE.get(shape);
+    if (verdict == null) {
+      verdict = judgeShape(line);
+      if (VERDICT_BY_SHAPE.size() >= MAX_CACHED_SHAPES) {
+        VERDICT_BY_SHAPE.clear();
       }
-      HASH_BY_SHAPE.put(shape, hash);
+      VERDICT_BY_SHAPE.put(shape, verdict);
     }
-    return RowFactory.create(scan.eventType, scan.eventId, scan.eventTime, hash, null, null);
+    if (verdict.reason != null) {
+      return quarantine(verdict.reason, verdict.detail);
+    }
+    if (bytes.loneSurrogate) {
+      return quarantine("invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form");
+    }
+    return RowFactory.create(scan.eventType, scan.eventId, scan.eventTime, verdict.hash, null, null);
+  }
+
+  private static String firstLine(Throwable error) {
+    String message = String.valueOf(error.getMessage());
+    int cut = message.indexOf('\n');
+    return cut < 0 ? message : message.substring(0, cut);
+  }
+
+  /**
+   * What the bytes say before any parsing: where UTF-8 breaks, the deepest nesting of brackets
+   * outside strings, raw NUL bytes, and \\u escapes that leave a UTF-16 surrogate unpaired. The
+   * Python reference computes the same (pipeline/strict_json.py).
+   */
+  private static final class ByteScan {
+    int invalidUtf8At = -1;
+    int maxNesting;
+    boolean hasNul;
+    boolean loneSurrogate;
+
+    static ByteScan of(byte[] b) {
+      ByteScan scan = new ByteScan();
+      int n = b.length;
+      int depth = 0;
+      boolean inString = false;
+      int i = 0;
+      while (i < n) {
+        int c = b[i] & 0xFF;
+        if (c >= 0x80) {
+          int length = utf8Length(b, i);
+          if (length < 0) {
+            scan.invalidUtf8At = i;
+            return scan;
+          }
+          i += length;
+          continue;
+        }
+        if (c == 0) {
+          scan.hasNul = true;
+        }
+        if (inString) {
+          if (c == '"') {
+            inString = false;
+          } else if (c == '\\') {
+            i += scan.escapeLength(b, i);
+            continue;
+          }
+        } else if (c == '"') {
+          inString = true;
+        } else if (c == '{' || c == '[') {
+          depth++;
+          scan.maxNesting = Math.max(scan.maxNesting, depth);
+        } else if (c == '}' || c == ']') {
+          depth--;
+        }
+        i++;
+      }
+      return scan;
+    }
+
+    /** Bytes an escape at `i` takes; notes a lone surrogate. A non-ASCII byte is never escaped here. */
+    private int escapeLength(byte[] b, int i) {
+      if (i + 1 >= b.length || (b[i + 1] & 0xFF) >= 0x80) {
+        return 1;
+      }
+      if (b[i + 1] != 'u') {
+        return 2;
+      }
+      int code = hex4(b, i + 2);
+      if (code >= 0xD800 && code <= 0xDBFF) {
+        boolean paired = i + 7 < b.length && b[i + 6] == '\\' && b[i + 7] == 'u';
+        int low = paired ? hex4(b, i + 8) : -1;
+        if (low >= 0xDC00 && low <= 0xDFFF) {
+          return 12;
+        }
+        loneSurrogate = true;
+        return 6;
+      }
+      if (code >= 0xDC00 && code <= 0xDFFF) {
+        loneSurrogate = true;
+        return 6;
+      }
+      return code >= 0 ? 6 : 2;
+    }
+
+    private static int hex4(byte[] b, int at) {
+      if (at + 4 > b.length) {
+        return -1;
+      }
+      int code = 0;
+      for (int k = at; k < at + 4; k++) {
+        int digit = Character.digit(b[k], 16);
+        if (digit < 0) {
+          return -1;
+        }
+        code = (code << 4) | digit;
+      }
+      return code;
+    }
   }
 
   private record Shape(long low, long high) {}
@@ -106,7 +235,6 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     long low = 0x243F6A8885A308D3L;
     long high = 0x13198A2E03707344L;
     JsonToken topLevel;
-    int maxLevel;
     boolean hasEventType;
 
     void add(long value) {
@@ -127,9 +255,8 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     String eventTime;
   }
 
-  private static void scanObject(JsonParser parser, Scan scan, int level, boolean top)
+  private static void scanObject(JsonParser parser, Scan scan, boolean top)
       throws java.io.IOException {
-    scan.maxLevel = Math.max(scan.maxLevel, level);
     scan.add('{');
     while (parser.nextToken() == JsonToken.FIELD_NAME) {
       String key = parser.currentName();
@@ -138,7 +265,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
       if (top) {
         readTopLevelField(parser, scan, key, value);
       }
-      scanValue(parser, scan, value, level);
+      scanValue(parser, scan, value);
     }
     scan.add('}');
   }
@@ -168,24 +295,23 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     if (value == JsonToken.VALUE_STRING) {
       return parser.getText();
     }
-    if (isInteger(parser, value)) {
-      return parser.getBigIntegerValue().toString();
+    if (kindCode(parser, value) == 'i') {
+      return Long.toString(parser.getLongValue());
     }
     return null;
   }
 
-  private static void scanValue(JsonParser parser, Scan scan, JsonToken value, int level)
+  private static void scanValue(JsonParser parser, Scan scan, JsonToken value)
       throws java.io.IOException {
     if (value == JsonToken.START_OBJECT) {
-      scanObject(parser, scan, level + 1, false);
+      scanObject(parser, scan, false);
     } else if (value == JsonToken.START_ARRAY) {
-      scan.maxLevel = Math.max(scan.maxLevel, level + 1);
       scan.add('[');
       char previous = 0;
       JsonToken element;
       while ((element = parser.nextToken()) != JsonToken.END_ARRAY) {
         if (element.isStructStart()) {
-          scanValue(parser, scan, element, level + 1);
+          scanValue(parser, scan, element);
           previous = 0;
         } else {
           char kind = kindCode(parser, element);
@@ -214,36 +340,40 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     }
   }
 
-  private static final java.math.BigInteger MIN_INT = java.math.BigInteger.valueOf(Long.MIN_VALUE);
-  private static final java.math.BigInteger MAX_UINT = java.math.BigInteger.ONE.shiftLeft(64).subtract(java.math.BigInteger.ONE);
-
-  /** An integer as Python's JSON parser sees it: beyond int64/uint64 it becomes a float. */
-  private static boolean isInteger(JsonParser parser, JsonToken token) throws java.io.IOException {
-    if (token != JsonToken.VALUE_NUMBER_INT) {
-      return false;
-    }
-    if (parser.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
-      return true;
-    }
-    java.math.BigInteger value = parser.getBigIntegerValue();
-    return value.compareTo(MIN_INT) >= 0 && value.compareTo(MAX_UINT) <= 0;
-  }
-
+  /**
+   * i(nteger), f(loat), s(tring), b(oolean), n(ull), or o: a number no 64-bit integer or double
+   * holds (an integer beyond int64, a float that overflows to infinity).
+   */
   private static char kindCode(JsonParser parser, JsonToken token) throws java.io.IOException {
-    if (token == JsonToken.VALUE_NUMBER_INT) {
-      return isInteger(parser, token) ? 'i' : 'f';
-    }
     switch (token) {
+      case VALUE_NUMBER_INT:
+        return parser.getNumberType() == JsonParser.NumberType.BIG_INTEGER ? 'o' : 'i';
+      case VALUE_NUMBER_FLOAT:
+        return mayOverflow(parser) && Double.isInfinite(parser.getDoubleValue()) ? 'o' : 'f';
       case VALUE_STRING:
         return 's';
-      case VALUE_NUMBER_FLOAT:
-        return 'f';
       case VALUE_TRUE:
       case VALUE_FALSE:
         return 'b';
       default:
         return 'n';
     }
+  }
+
+  /** Only a float with an exponent or over 308 characters can overflow a double. */
+  private static boolean mayOverflow(JsonParser parser) throws java.io.IOException {
+    int length = parser.getTextLength();
+    if (length > 308) {
+      return true;
+    }
+    char[] text = parser.getTextCharacters();
+    int offset = parser.getTextOffset();
+    for (int k = offset; k < offset + length; k++) {
+      if (text[k] == 'e' || text[k] == 'E') {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static String kindName(JsonToken token) {
@@ -264,16 +394,146 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     }
   }
 
-  // -- the signature itself, once per shape (pipeline/schema_variation.py defines it) ------------
+  // -- once per shape: the verdict and the signature (pipeline/schema_variation.py) --------------
 
-  static String hashOf(byte[] line) {
-    Set<String> paths = new HashSet<>();
+  /** A shape's verdict: its variation hash, or the reason its events cannot be stored. */
+  private static final class Verdict {
+    final String hash;
+    final String reason;
+    final String detail;
+
+    Verdict(String hash, String reason, String detail) {
+      this.hash = hash;
+      this.reason = reason;
+      this.detail = detail;
+    }
+  }
+
+  /** Everything one walk over an event learns for its shape's verdict. */
+  private static final class ShapeWalk {
+    final Set<String> paths = new HashSet<>();
+    final Map<String, String> columns = new HashMap<>();
+    String duplicate;
+    String outOfRange;
+    String unusable;
+
+    void unusable(String why) {
+      if (unusable == null) {
+        unusable = why;
+      }
+    }
+  }
+
+  static Verdict judgeShape(byte[] line) {
+    ShapeWalk walk = new ShapeWalk();
     try (JsonParser parser = JSON.createParser(line)) {
       parser.nextToken();
-      collectObject(parser, "", paths);
+      walkObject(parser, "", "", walk);
     } catch (java.io.IOException error) {
       throw new IllegalStateException("a line that parsed once failed to parse again", error);
     }
+    if (walk.duplicate != null) {
+      return new Verdict(null, "duplicate_key", "key '" + walk.duplicate + "' appears twice in one object");
+    }
+    if (walk.outOfRange != null) {
+      return new Verdict(null, "number_out_of_range", "`" + walk.outOfRange + "` does not fit a 64-bit integer or double");
+    }
+    if (walk.unusable != null) {
+      return new Verdict(null, "unusable_key", walk.unusable);
+    }
+    return new Verdict(hashOf(walk.paths), null, null);
+  }
+
+  /**
+   * One object: its keys (repeats, empty keys, keys that are one column), each value, and, while
+   * `columnPrefix` is not null (objects outside arrays), the flattened column of each key.
+   */
+  private static void walkObject(JsonParser parser, String prefix, String columnPrefix, ShapeWalk walk)
+      throws java.io.IOException {
+    Set<String> keys = new HashSet<>();
+    Map<String, String> sameColumn = new HashMap<>();
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String key = parser.currentName();
+      if (!keys.add(key) && walk.duplicate == null) {
+        walk.duplicate = key;
+      }
+      if (key.isEmpty()) {
+        walk.unusable("an empty key cannot name a column");
+      } else {
+        String other = sameColumn.putIfAbsent(folded(columnName(key)), key);
+        if (other != null) {
+          walk.unusable("keys '" + other + "' and '" + key + "' are the same column `" + columnName(key) + "`");
+        }
+      }
+      String path = prefix + key;
+      JsonToken value = parser.nextToken();
+      String column = columnPrefix == null ? null : columnPrefix + columnName(key);
+      if (column != null && value != JsonToken.START_OBJECT) {
+        String folded = folded(column);
+        if (RESERVED_COLUMNS.contains(folded)) {
+          walk.unusable("key '" + path + "' is the reserved column `" + column + "`");
+        }
+        String other = walk.columns.putIfAbsent(folded, path);
+        if (other != null) {
+          walk.unusable("keys '" + other + "' and '" + path + "' are the same column `" + column + "`");
+        }
+      }
+      walkValue(parser, value, path, column, walk);
+    }
+  }
+
+  private static void walkValue(JsonParser parser, JsonToken value, String path, String column, ShapeWalk walk)
+      throws java.io.IOException {
+    switch (value) {
+      case VALUE_NULL:
+        return;
+      case START_OBJECT:
+        walk.paths.add(path + ":object");
+        walkObject(parser, path + ".", column == null ? null : column + "__", walk);
+        return;
+      case START_ARRAY:
+        walk.paths.add(path + ":array");
+        JsonToken element;
+        while ((element = parser.nextToken()) != JsonToken.END_ARRAY) {
+          walkValue(parser, element, path + "[]", null, walk);
+        }
+        return;
+      case VALUE_STRING:
+        walk.paths.add(path + ":string");
+        return;
+      case VALUE_TRUE:
+      case VALUE_FALSE:
+        walk.paths.add(path + ":bool");
+        return;
+      default:
+        char kind = kindCode(parser, value);
+        if (kind == 'o' && walk.outOfRange == null) {
+          walk.outOfRange = path.isEmpty() ? "(top level)" : path;
+        }
+        walk.paths.add(path + (kind == 'i' ? ":integer" : ":float"));
+    }
+  }
+
+  /** The column a key becomes: Delta's forbidden characters and control characters become '_'. */
+  static String columnName(String key) {
+    StringBuilder name = null;
+    for (int k = 0; k < key.length(); k++) {
+      char c = key.charAt(k);
+      if (c < 0x20 || c == 0x7F || FORBIDDEN_IN_NAMES.indexOf(c) >= 0) {
+        if (name == null) {
+          name = new StringBuilder(key);
+        }
+        name.setCharAt(k, '_');
+      }
+    }
+    return name == null ? key : name.toString();
+  }
+
+  private static String folded(String name) {
+    return name.toLowerCase(Locale.ROOT);
+  }
+
+  static String hashOf(Set<String> paths) {
     List<byte[]> sorted = new ArrayList<>(paths.size());
     for (String path : paths) {
       sorted.add(path.getBytes(StandardCharsets.UTF_8));
@@ -299,44 +559,6 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     }
   }
 
-  private static void collectObject(JsonParser parser, String prefix, Set<String> paths)
-      throws java.io.IOException {
-    while (parser.nextToken() == JsonToken.FIELD_NAME) {
-      String path = prefix + parser.currentName();
-      collectValue(parser, parser.nextToken(), path, paths);
-    }
-  }
-
-  private static void collectValue(JsonParser parser, JsonToken value, String path, Set<String> paths)
-      throws java.io.IOException {
-    switch (value) {
-      case VALUE_NULL:
-        return;
-      case START_OBJECT:
-        paths.add(path + ":object");
-        collectObject(parser, path + ".", paths);
-        return;
-      case START_ARRAY:
-        paths.add(path + ":array");
-        JsonToken element;
-        while ((element = parser.nextToken()) != JsonToken.END_ARRAY) {
-          collectValue(parser, element, path + "[]", paths);
-        }
-        return;
-      case VALUE_STRING:
-        paths.add(path + ":string");
-        return;
-      case VALUE_NUMBER_INT:
-        paths.add(path + (isInteger(parser, value) ? ":integer" : ":float"));
-        return;
-      case VALUE_NUMBER_FLOAT:
-        paths.add(path + ":float");
-        return;
-      default:
-        paths.add(path + ":bool");
-    }
-  }
-
   // -- small checks -------------------------------------------------------------------------------
 
   private static boolean isValidEventType(String name) {
@@ -359,47 +581,41 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     return true;
   }
 
-  /** Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF), as CPython decodes. */
-  static boolean isValidUtf8(byte[] bytes) {
-    int i = 0;
-    int n = bytes.length;
-    while (i < n) {
-      int b = bytes[i] & 0xFF;
-      if (b < 0x80) {
-        i++;
-        continue;
-      }
-      int need;
-      int min;
-      if (b >= 0xC2 && b <= 0xDF) {
-        need = 1;
-        min = 0x80;
-      } else if (b >= 0xE0 && b <= 0xEF) {
-        need = 2;
-        min = 0x800;
-      } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 3;
-        min = 0x10000;
-      } else {
-        return false;
-      }
-      int code = b & (0x3F >> need);
-      for (int k = 1; k <= need; k++) {
-        if (i + k >= n) {
-          return false;
-        }
-        int c = bytes[i + k] & 0xFF;
-        if ((c & 0xC0) != 0x80) {
-          return false;
-        }
-        code = (code << 6) | (c & 0x3F);
-      }
-      if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-        return false;
-      }
-      i += need + 1;
+  /**
+   * Length of the strict UTF-8 sequence at `i` (no overlongs, no surrogates, nothing above
+   * U+10FFFF, as CPython decodes), or -1 where it is invalid.
+   */
+  static int utf8Length(byte[] bytes, int i) {
+    int b = bytes[i] & 0xFF;
+    int need;
+    int min;
+    if (b >= 0xC2 && b <= 0xDF) {
+      need = 1;
+      min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      need = 2;
+      min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      need = 3;
+      min = 0x10000;
+    } else {
+      return -1;
     }
-    return true;
+    int code = b & (0x3F >> need);
+    for (int k = 1; k <= need; k++) {
+      if (i + k >= bytes.length) {
+        return -1;
+      }
+      int c = bytes[i + k] & 0xFF;
+      if ((c & 0xC0) != 0x80) {
+        return -1;
+      }
+      code = (code << 6) | (c & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return -1;
+    }
+    return need + 1;
   }
 
   private static Row quarantine(String reason, String detail) {

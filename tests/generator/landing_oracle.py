@@ -86,8 +86,15 @@ def classify(raw: bytes) -> str | None:
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         return "invalid_utf8"
+    duplicated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        duplicated.extend(key for key in set(keys) if keys.count(key) > 1)
+        return dict(items)
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError:
         return "malformed_json"
     if isinstance(value, list):
@@ -102,4 +109,38 @@ def classify(raw: bytes) -> str | None:
         return "too_large"
     if depth(value) > MAX_DEPTH:
         return "too_deep"
+    if duplicated:
+        return "duplicate_key"
+    if any(not -(2**63) <= n < 2**63 if isinstance(n, int) else n in (float("inf"), float("-inf")) for n in numbers(value)):
+        return "number_out_of_range"
+    columns = [name.lower() for name in flat_names(value, "")]
+    if "" in all_keys(value) or len(columns) != len(set(columns)) or any(c.startswith("_") for c in columns):
+        return "unusable_key"
     return None
+
+
+def numbers(value: Any) -> list[int | float]:
+    if isinstance(value, dict):
+        return [n for child in value.values() for n in numbers(child)]
+    if isinstance(value, list):
+        return [n for child in value for n in numbers(child)]
+    return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def all_keys(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for child in value.values() for k in all_keys(child)}
+    if isinstance(value, list):
+        return {k for child in value for k in all_keys(child)}
+    return set()
+
+
+def flat_names(event: dict[str, Any], prefix: str) -> list[str]:
+    """Silver column names: nested objects joined with `__` (arrays stay one column)."""
+    names = []
+    for key, child in event.items():
+        if isinstance(child, dict):
+            names += flat_names(child, f"{prefix}{key}__")
+        else:
+            names.append(prefix + key)
+    return names

@@ -66,6 +66,19 @@ def test_failed_foreach_batch_message_is_the_python_exception():
     assert failed.message == "ValueError: boom at batch 1"
 
 
+def test_exception_summary_skips_frames_backtraces_and_the_query_plan():
+    text = (
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred. Return Message: Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\n    raise DeltaError("x")\n'
+        "deltalake.DeltaError: Kernel error\n   0: <unknown>\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        'Traceback (most recent call last):\n  File "y.py", line 2, in g\n'
+        "pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error\n"
+        "\tat org.apache.X.y(X.scala:1)\n=== Streaming Query ===\n+- ~StreamingExecutionRelation FileStreamSource"
+    )
+    assert exception_summary(text) == "pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error"
+
+
 def test_exception_summary_of_a_jvm_error_is_its_first_line():
     text = "java.lang.IllegalStateException: source table changed\n\tat org.apache.X.y(X.scala:1)"
     assert exception_summary(text) == "java.lang.IllegalStateException: source table changed"

@@ -57,6 +57,9 @@ BAD_LINES = {
     "invalid_utf8": b'{"event_type": "a", "name": "\xff\xfe"}',
     "too_large": b'{"event_type": "a", "blob": "' + b"x" * MAX_RECORD_BYTES + b'"}',
     "too_deep": b'{"event_type": "a", "d": ' + b"[" * (MAX_DEPTH + 5) + b"]" * (MAX_DEPTH + 5) + b"}",
+    "number_out_of_range": b'{"event_type": "a", "n": 18446744073709551616}',
+    "duplicate_key": b'{"event_type": "a", "n": 1, "n": 2}',
+    "unusable_key": b'{"event_type": "a", "Name": 1, "name": 2}',
 }
 
 
@@ -155,3 +158,18 @@ def test_restart_continues_from_the_checkpoint(spark, tmp_path):
     assert sorted({r["batch_id"] for r in bronze}) == [0, 1]
     assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["not_an_object"]
     assert len(rows(lake.schema_registry)) == 1
+
+
+def test_a_line_with_a_byte_order_mark_is_ingested_and_ingestion_goes_on(spark, tmp_path):
+    """Regression: a BOM line was accepted by the JVM classifier, then refused by the registry's
+    second parser; the bronze batch failed on every replay and nothing after it was ingested."""
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_file(landing, "a.ndjson", [b"\xef\xbb\xbf" + event("bom_first", 0, n=1), event("bom_first", 1, n=2)])
+    write_file(landing, "b.ndjson", [event("after", 0, x="y")])
+    run_bronze(spark, lake, landing)
+    bronze = {r["event_id"]: r for r in rows(lake.bronze_events)}
+    assert sorted(bronze) == ["after-0", "bom_first-0", "bom_first-1"]
+    assert bronze["bom_first-0"]["payload"].startswith('{"event_type"'), "the BOM is dropped from the payload"
+    registry = rows(lake.schema_registry)
+    assert {r["event_type"] for r in registry} == {"bom_first", "after"}
+    assert not DeltaTable(str(lake.bronze_quarantine)).count()

@@ -14,7 +14,7 @@ from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 
-COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason"]
+COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason", "payload"]
 
 EDGE_CASES = [
     b'{"event_type":"a","event_id":7,"event_time":"t","n":-0,"big":123456789012345678901234567890}',
@@ -42,6 +42,60 @@ EDGE_CASES = [
     b'{"event_type":"a","d":' + b'{"x":' * 1500 + b"1" + b"}" * 1500 + b"}",
     b'{"x":' + b"[" * 40 + b"]" * 40 + b"}",
     b'{"event_type":"a","blob":"' + b"x" * (MAX_RECORD_BYTES - 30) + b'"}',
+    b'\xef\xbb\xbf{"event_type":"bom","n":1}',
+    b'\xef\xbb\xbf',
+    b'{"event_type":"a","s":"\xef\xbb\xbf"}',
+    b'{"event_type":"a",\xef\xbb\xbf"s":1}',
+    b'{"event_type":"a","s":"\\ud800"}',
+    b'{"event_type":"a","s":"\\udc00\\ud800"}',
+    b'{"event_type":"a","\\ud83d\\ude00":"\\ud83d\\ude00"}',
+    b'{"event_type":"a","s":"\\ud83d\\u0041"}',
+    b'{"event_type":"a","s":"\\ud800","x":1,"x":2}',
+    b'{"event_type":"a","s":"\\ud800" "broken"}',
+    b'{"event_type":"a","x":Infinity}',
+    b'{"event_type":"a","x":-Infinity}',
+    b'{"event_type":"a","x":1e309,"y":-1e999,"z":1e-400}',
+    b'{"event_type":"a","x":9223372036854775807,"y":-9223372036854775808}',
+    b'{"event_type":"a","x":9223372036854775808}',
+    b'{"event_type":"a","event_id":99999999999999999999}',
+    b'{"event_type":"a","x":' + b"1" * 5000 + b"}",
+    b'{"event_type":"a","x":0.' + b"1" * 5000 + b"}",
+    b'{"event_type":"a","x":1,"x":2}',
+    b'{"event_type":"a","event_type":"b"}',
+    b'{"event_type":"a","event_type":null}',
+    b'{"event_type":"a","x":1e999,"x":1}',
+    b'{"event_type":"a","Ab":1,"aB":2}',
+    b'{"event_type":"a","a":{"b":1},"a__b":2}',
+    b'{"event_type":"a","_schema_hash":"x"}',
+    b'{"event_type":"a","Event_Type":"x"}',
+    b'{"event_type":"a","":1}',
+    b'{"event_type":"a","k":[{"":1}]}',
+    b'{"event_type":"a","a b":1,"a;b":2}',
+    b'{"event_type":"a","x\\u0000":1,"x\\u0001":2}',
+    b'{"event_type":"a","x":"raw\x01control"}',
+    b'{"event_type":"a","x":"tab\there"}',
+    b'{"event_type":"a","x":"nul\x00"}',
+    b'\x00{"event_type":"a"}',
+    b'{"event_type":"a","x":"\\x"}',
+    b'{"event_type":"a","x":"\\u12"}',
+    b'{"event_type":"a","x":"\\\xc3\xa9"}',
+    b'{"event_type":"a","x":"unterminated [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[',
+    b'{"event_type":"a","x":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}',
+    b'{"event_type":"a","x":[' + b'{"y":' * 31 + b"1" + b"}" * 31 + b"]}",
+    b'{"event_type":"a","x":[' + b'{"y":' * 32 + b"1" + b"}" * 32 + b"]}",
+    b'}}}]]]{"event_type":"a"}',
+    b'{"event_type":"a"} ',
+    b'{"event_type":"a"}\t\r',
+    b'{"event_type":"a","x":01}',
+    b'{"event_type":"a","x":-}',
+    b'{"event_type":"a","x":.5}',
+    b'{"event_type":"a","x":1.}',
+    b'{"event_type":"a","x":+1}',
+    b"{'event_type':'a'}",
+    b'{"event_type":"a"/*c*/}',
+    b'{"event_type":"a\\u0000"}',
+    b'{"event_type":12}',
+    b'{"event_type":1e999}',
 ]
 
 
@@ -79,4 +133,5 @@ def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
     assert not mismatches, mismatches[:5]
     reasons = set(jvm.column("quarantine_reason").to_pylist())
     assert {"malformed_json", "invalid_utf8", "too_deep", "too_large", "not_an_object",
-            "missing_event_type", "invalid_event_type", "empty_line", None} <= reasons
+            "missing_event_type", "invalid_event_type", "empty_line", "number_out_of_range",
+            "duplicate_key", "unusable_key", None} <= reasons

@@ -55,3 +55,10 @@ def test_array_element_widening_and_incompatible_beats_widened():
     result = evolve(old, new)
     assert result.kind == "incompatible"
     assert [c.path for c in result.widened] == ["xs[]"]
+
+
+def test_a_struct_that_becomes_a_number_is_incompatible_not_an_error():
+    struct = {"type": "struct", "fields": [{"name": "a", "type": {"type": "struct", "fields": []}, "nullable": True, "metadata": {}}]}
+    number = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
+    assert evolve(struct, number).kind == "incompatible"
+    assert evolve(number, struct).kind == "incompatible"

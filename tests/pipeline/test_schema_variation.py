@@ -1,11 +1,11 @@
-import orjson
 import pytest
 
-from pipeline.schema_variation import VariationCache, nesting_depth, variation_hash, variation_paths
+from pipeline.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
+from pipeline.strict_json import loads, structural_depth
 
 
 def sig(text: str) -> str:
-    return variation_hash(variation_paths(orjson.loads(text)))
+    return variation_hash(variation_paths(loads(text)))
 
 
 def test_paths_are_recursive_sorted_and_typed():
@@ -42,10 +42,44 @@ def test_new_nested_attribute_is_a_new_variation():
 
 @pytest.mark.parametrize(
     "text, depth",
-    [('{"a":1}', 0), ('{"a":{"b":1}}', 1), ('{"a":[[{"b":1}]]}', 3), ('{"a":[],"b":{"c":{}}}', 2)],
+    [
+        ('{"a":1}', 0),
+        ('{"a":{"b":1}}', 1),
+        ('{"a":[[{"b":1}]]}', 3),
+        ('{"a":[],"b":{"c":{}}}', 2),
+        ('{"a":"[[[{{{"}', 0),
+        ('{"a":"\\"[[["}', 0),
+        ('{"a":"unterminated [[[', 0),
+        ('42', -1),
+        ('}}{{', -1),
+    ],
 )
-def test_nesting_depth(text, depth):
-    assert nesting_depth(orjson.loads(text)) == depth
+def test_structural_depth_counts_brackets_outside_strings(text, depth):
+    assert structural_depth(text.encode()) == depth
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"a":1,"a":2}', "duplicate_key"),
+        ('{"a":{"b":1,"b":2}}', "duplicate_key"),
+        ('{"a":9223372036854775808}', "number_out_of_range"),
+        ('{"a":[-9223372036854775809]}', "number_out_of_range"),
+        ('{"a":1e309}', "number_out_of_range"),
+        ('{"a":9223372036854775807,"b":-9223372036854775808,"c":1e308}', None),
+        ('{"A":1,"a":2}', "unusable_key"),
+        ('{"a b":1,"a_b":2}', "unusable_key"),
+        ('{"a":{"b":1},"a__B":2}', "unusable_key"),
+        ('{"x":[{"k":1,"K":2}]}', "unusable_key"),
+        ('{"x":[{"a":{"b":1},"a__b":2}]}', None),
+        ('{"":1}', "unusable_key"),
+        ('{"_Rescued_Data":1}', "unusable_key"),
+        ('{"p":{"_rescued_data":1}}', None),
+        ('{"a\\u0000b":1,"a b":2}', "unusable_key"),
+    ],
+)
+def test_shape_verdicts(text, reason):
+    assert shape_verdict(loads(text)).reason == reason
 
 
 def test_cache_gives_the_same_answer_as_direct_computation():
@@ -61,6 +95,5 @@ def test_cache_gives_the_same_answer_as_direct_computation():
     ]
     for _ in range(2):
         for text in texts:
-            event = orjson.loads(text)
+            event = loads(text)
             assert cache.variation(event).hash == variation_hash(variation_paths(event))
-            assert cache.variation(event).depth == nesting_depth(event)

@@ -16,7 +16,8 @@ from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.silver_stream import NESTED_SEPARATOR, SilverSettings
+from pipeline.column_names import NESTED_SEPARATOR
+from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
 from streamops.lake_layout import LakeLayout
