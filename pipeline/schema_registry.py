@@ -31,6 +31,7 @@ from pipeline.delta_connector.batch_writer import create_table
 from pipeline.schema_compat import evolve
 from pipeline.schema_inference import infer_schemas
 from pipeline.schema_variation import variation_paths
+from streamops.delta_read import read_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,7 +104,7 @@ class SchemaRegistry:
     @classmethod
     def load(cls, table: Path) -> "SchemaRegistry":
         create_table(table, REGISTRY_SCHEMA)
-        rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+        rows = read_delta(table).to_pylist()
         return cls(table, (_entry(row) for row in rows))
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:
