@@ -10,6 +10,8 @@ filesystem. The race is timing-dependent, so the real commands run several times
 subprocesses, on fresh lakes (the first run on a new lake aborted most), two at a time so the
 machine is busy the way it was when the aborts were seen. The lake-reading loop is where the
 race shows most: with the old reads, its script aborted in about a third of the runs.
+A run of the real command costs 35-130 s on a 2-core machine (a JVM, and Python worker
+processes for every query), so the default is one pair of runs (about 1-2 minutes for the file);
 STREAMOPS_CLEAN_EXIT_RUNS / STREAMOPS_CLEAN_EXIT_READS raise the counts for a longer soak.
 """
 
@@ -32,7 +34,7 @@ from pipeline.generator.settings import GeneratorSettings
 from streamops.delta_read import arrow_filesystem, read_delta
 from streamops.lake_layout import LakeLayout
 
-RUNS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_RUNS", "4"))
+RUNS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_RUNS", "2"))
 READS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_READS", "30"))
 PARALLEL = 2
 RUN_TIMEOUT = 300
