@@ -137,9 +137,11 @@ class MetricsServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/metrics"
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close the socket and join the serving thread (no thread of ours outlives the monitor)."""
         self.httpd.shutdown()  # type: ignore[attr-defined]
         self.httpd.server_close()  # type: ignore[attr-defined]
+        self.thread.join(timeout)  # type: ignore[attr-defined]
 
 
 def serve_metrics(

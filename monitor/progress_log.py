@@ -26,6 +26,7 @@ from monitor.exceptions import ProgressLogNotFoundError
 from monitor.metric_catalog import BATCH_PHASES
 from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, QueryStarted, QueryTerminated
 from monitor.source_backlog import BacklogReading
+from streamops.delta_read import read_delta
 
 PARTITION_COLUMNS = ["event_date", "event"]
 LIFECYCLE_EVENTS = ("started", "terminated")
@@ -228,9 +229,7 @@ class ProgressLog:
             filters.append(("event_date", "in", [d.isoformat() for d in days]))
         if streams is not None:
             filters.append(("stream", "in", list(streams)))
-        return self.table().to_pyarrow_table(
-            columns=list(columns) if columns is not None else None, filters=filters or None
-        )
+        return read_delta(self.table(), columns=columns, filters=filters or None)
 
     def days(self) -> list[date]:
         """The days the log holds, newest first."""

@@ -63,12 +63,19 @@ class ProgressWorker:
         self._thread.start()
 
     def stop(self, timeout: float) -> None:
-        """Process and write everything queued, then end the thread."""
+        """Process and write everything queued, then end the thread.
+
+        The thread is a daemon only so that a monitor nobody stops cannot hang the interpreter's
+        exit; a stopped monitor must not leave it running, because a daemon thread still inside a
+        delta-rs commit when the interpreter finalizes is killed by CPython as it re-takes the
+        GIL, and that forced unwind through native frames aborts the process."""
         if self._thread is None:
             return
         self._stop.set()
         self._queue.put_control(FlushRequest(), timeout=timeout)
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.error("streamops monitor worker did not finish its last progress-log write within %.0fs", timeout)
         self._thread = None
 
     def flush(self, timeout: float) -> bool:

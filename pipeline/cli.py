@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP
@@ -85,7 +83,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
 def _demo(args: argparse.Namespace) -> int:
     from pipeline.demo import DemoOptions, run_demo
 
-    code = run_demo(
+    return run_demo(
         DemoOptions(
             workdir=args.workdir,
             rate=args.rate,
@@ -95,12 +93,6 @@ def _demo(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
         )
     )
-    # Everything is stopped and committed by now. Skip interpreter finalization: tearing down
-    # native thread pools (Arrow, delta-rs) after Ctrl-C has aborted the process (SIGABRT,
-    # "terminate called without an active exception") once the demo had already stopped cleanly.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -292,8 +292,6 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         stop.set()
         if timer is not None:
             timer.cancel()
-        for supervisor in supervisors:
-            supervisor.spark.stop()
         load.join()
         console.stop()
         announcer.join(5)

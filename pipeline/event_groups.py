@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.lake_tables import table_access
+from streamops.delta_read import read_delta
 
 EVENT_GROUPS_SCHEMA = pa.schema(
     [
@@ -108,7 +109,7 @@ class EventGroupsReader:
             ensure_table(self.table)
             dt = DeltaTable(str(self.table))
             if dt.version() != self._snapshot.version:
-                rows = dt.to_pyarrow_table(columns=["event_type", "group"]).to_pylist()
+                rows = read_delta(dt, columns=["event_type", "group"]).to_pylist()
                 self._snapshot = EventGroups(dt.version(), {r["event_type"]: r["group"] for r in rows})
         return self._snapshot
 

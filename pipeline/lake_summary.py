@@ -11,6 +11,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from pipeline.lake_tables import table_access
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
@@ -40,14 +41,14 @@ def _rows(path: Path) -> int:
 
 def _column(path: Path, name: str) -> list:
     table = _table(path)
-    return table.to_pyarrow_table(columns=[name]).column(name).to_pylist() if table is not None else []
+    return read_delta(table, columns=[name]).column(name).to_pylist() if table is not None else []
 
 
 def summarize_lake(lake: LakeLayout) -> LakeSummary:
     registry = _table(lake.schema_registry)
     versions: dict[str, int] = {}
     if registry is not None:
-        for row in registry.to_pyarrow_table(columns=["event_type", "schema_version"]).to_pylist():
+        for row in read_delta(registry, columns=["event_type", "schema_version"]).to_pylist():
             versions[row["event_type"]] = max(versions.get(row["event_type"], 0), row["schema_version"])
     silver = {}
     if lake.silver_root.is_dir():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
 from pipeline.pipeline_events import MonitorEvents
@@ -12,6 +12,9 @@ from pipeline.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
 from pipeline.supervisor import PipelineSettings, RunReport, Supervisor
 from streamops.lake_layout import LakeLayout
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,27 @@ class RunOptions:
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
     """Run until idle, for `options.duration`, or until the supervisor is asked to stop:
-    `on_start` receives it before its queries start (`streamops demo` stops it on Ctrl-C)."""
+    `on_start` receives it before its queries start (`streamops demo` stops it on Ctrl-C).
+
+    Returns only once everything it started is stopped: the queries, the monitor (its worker
+    thread joined, its exporter closed) and, when no SparkSession was active before the call,
+    Spark itself. A caller that brought its own session keeps it running."""
+    from pyspark import SparkContext
+
+    owns_spark = SparkContext._active_spark_context is None
+    spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
+    try:
+        return _run_with(spark, options, on_start)
+    finally:
+        if owns_spark:
+            spark.stop()
+
+
+def _run_with(
+    spark: "SparkSession", options: RunOptions, on_start: Callable[[Supervisor], None] | None
+) -> RunReport:
     from monitor.stream_monitor import StreamMonitor
 
-    spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
     lake = LakeLayout.at(options.lake)
     monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
     monitor.start()
@@ -45,13 +65,15 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
         bronze_max_files=options.bronze_max_files,
         silver=options.silver,
     )
-    supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
-    if on_start is not None:
-        on_start(supervisor)
     try:
-        if options.until_idle:
-            return supervisor.run_until_idle()
-        return supervisor.run_for(options.duration)
+        supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
+        if on_start is not None:
+            on_start(supervisor)
+        try:
+            if options.until_idle:
+                return supervisor.run_until_idle()
+            return supervisor.run_for(options.duration)
+        finally:
+            supervisor.stop()
     finally:
-        supervisor.stop()
-        monitor.stop()
+        monitor.stop()  # even when stopping a query failed: its worker must not outlive the run

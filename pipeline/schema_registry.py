@@ -33,6 +33,7 @@ from pipeline.schema_compat import evolve
 from pipeline.schema_inference import infer_isolated
 from pipeline.schema_variation import variation_paths
 from pipeline.strict_json import loads
+from streamops.delta_read import read_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,7 +117,7 @@ class SchemaRegistry:
     def load(cls, table: Path) -> "SchemaRegistry":
         with table_access(table, "read"):
             create_table(table, REGISTRY_SCHEMA)
-            rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+            rows = read_delta(DeltaTable(str(table))).to_pylist()
         return cls(table, (_entry(row) for row in rows))
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:

@@ -29,6 +29,7 @@ from dashboards.console import LAKE_ENV
 from dashboards.exceptions import ConsoleError
 from monitor.fleet_status import StreamStatusRow, fleet_status
 from monitor.progress_log import PHASE_COLUMNS, ProgressLog
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout, is_valid_event_type
 
 CACHE_SECONDS = 10
@@ -165,7 +166,7 @@ def _read(path: Path, columns: Sequence[str] | None = None, filters: list[tuple]
     """The table as a frame, or None while it does not exist yet (a lake still starting)."""
     if not DeltaTable.is_deltatable(str(path)):
         return None
-    table = DeltaTable(str(path)).to_pyarrow_table(columns=list(columns) if columns else None, filters=filters)
+    table = read_delta(path, columns=list(columns) if columns else None, filters=filters)
     return table.to_pandas()
 
 

@@ -18,6 +18,7 @@ from deltalake.transaction import CommitProperties, Transaction
 
 from pipeline.exceptions import PipelineConfigError
 from streamops.commit_metadata import PREFIX, BatchCommitInfo
+from streamops.delta_read import read_delta
 
 WriteStatus = Literal["written", "skipped", "empty"]
 
@@ -104,7 +105,7 @@ def _same_text(a: pa.DataType, b: pa.DataType) -> bool:
 
 def widen_columns(table: DeltaTable, widen: dict[str, pa.DataType], stream: str) -> None:
     """Rewrite the table with wider column types in one commit; the table id is kept."""
-    snapshot = table.to_pyarrow_table()
+    snapshot = read_delta(table)
     for name, wider in widen.items():
         position = snapshot.schema.get_field_index(name)
         snapshot = snapshot.set_column(position, name, snapshot.column(name).cast(wider))
