@@ -45,7 +45,7 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
         bronze_max_files=options.bronze_max_files,
         silver=options.silver,
     )
-    supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
+    supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))
     if on_start is not None:
         on_start(supervisor)
     try:
