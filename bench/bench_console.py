@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "dashboards" / "console"))
 
 from bench_support import machine  # noqa: E402
-from console_server import free_port, render_in_chromium, running_console, wait_for_http  # noqa: E402
+from console_server import render_in_chromium, running_console, wait_for_http  # noqa: E402
+from ports import free_port  # noqa: E402
 from recorded_fleet import write_recorded_fleet  # noqa: E402
 
 MINIMAL_APP = """

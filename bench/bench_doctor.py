@@ -40,10 +40,10 @@ import pyarrow as pa
 from deltalake import write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
-from checkpoint_tools.checkpoint_reader import read_checkpoint
 from checkpoint_tools.doctor import DEFAULT_WORKERS, DoctorTarget, diagnose_many
-from checkpoint_tools.metadata_log import remove_log_file
+from streamops.checkpoint_reader import read_checkpoint
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.metadata_log import remove_log_file
 
 STREAM = "bench_stream"
 FILES_PER_BATCH = 20

@@ -121,6 +121,7 @@ def multiplex_work(
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """The silver shape: `streams` queries read one Delta table (availableNow) and write their own
     Delta tables with the idempotent writer, pushing one table commit per batch to the monitor."""
+    from monitor.fleet import TableCommit
     from pipeline.delta_connector.batch_writer import write_batch
     from streamops.commit_metadata import BatchCommitInfo
 
@@ -136,7 +137,7 @@ def multiplex_work(
                 rows[index] += data.num_rows
                 if monitor is not None:
                     now = time.time()
-                    monitor.record_table_commit(f"t{index}", f"g{index}", data.num_rows, now, 1, now - 1)
+                    monitor.record_table_commit(TableCommit(f"t{index}", f"g{index}", data.num_rows, now, 1, now - 1))
                     monitor.record_stream_event_time(name, now - 1)
 
             return write
@@ -169,9 +170,7 @@ def pipeline_drain_work(spark: Any, landing: Path) -> Callable[[Any, Any], dict[
     def work(lake: Any, monitor: Any) -> dict[str, Any]:
         settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=1.0)
         events = MonitorEvents(monitor) if monitor is not None else Unmonitored()
-        supervisor = Supervisor(
-            spark, settings, connector_for("embedded", spark), events, monitor, log=lambda _: None
-        )
+        supervisor = Supervisor(spark, settings, connector_for("embedded", spark), events, log=lambda _: None)
         try:
             return {"rows": supervisor.run_until_idle().bronze_rows}
         finally:
@@ -352,7 +351,7 @@ def listener_callbacks(spark: Any, streams: int, seconds: float) -> dict[str, An
 
 
 def synthetic_fleet(streams: int, event_types: int) -> Any:
-    from monitor.fleet import Fleet
+    from monitor.fleet import Fleet, TableCommit
     from monitor.progress_event import QueryProgress, QueryStarted
     from monitor.source_backlog import BacklogReading
     from streamops.backlog import Backlog
@@ -371,7 +370,9 @@ def synthetic_fleet(streams: int, event_types: int) -> Any:
         fleet.record_stream_event_time(name, now - 5)
         fleet.record_quarantine(name, "incompatible_type", i)
     for e in range(event_types):
-        fleet.record_table_commit(f"event_type_{e:03d}", f"group_{e % streams:04d}", 100, now - 3, 2, now - 8)
+        fleet.record_table_commit(
+            TableCommit(f"event_type_{e:03d}", f"group_{e % streams:04d}", 100, now - 3, 2, now - 8)
+        )
     return fleet
 
 

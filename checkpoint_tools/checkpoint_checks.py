@@ -10,8 +10,8 @@ from itertools import pairwise
 
 from checkpoint_tools.doctor_context import DoctorContext
 from checkpoint_tools.findings import Finding
-from checkpoint_tools.offset_log import kafka_regressions, offset_position
 from streamops.exceptions import StreamopsError
+from streamops.offset_log import kafka_regressions, offset_position
 
 RESTART_BREAKING_PROBLEMS = ("empty", "truncated", "corrupt", "crc_mismatch", "unreadable")
 

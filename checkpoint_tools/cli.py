@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from streamops.cli_support import add_json_option, print_json
+from streamops.cli_support import Handler, Subcommands, add_command, add_json_option, add_subcommands, print_json
 
 INSPECT_EXAMPLE = "example:\n  streamops checkpoint inspect lake/_checkpoints/bronze --json"
 CORRELATE_EXAMPLE = (
@@ -26,16 +26,16 @@ REWIND_EXAMPLE = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `checkpoint` and its subcommands to the `streamops` root parser."""
-    group = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    """Add `streamops checkpoint` and its subcommands."""
+    group = add_command(
+        subcommands,
         "checkpoint",
-        help="inspect, correlate, diagnose and rewind Spark checkpoints (no Spark needed)",
+        summary="inspect, correlate, diagnose and rewind Spark checkpoints (no Spark needed)",
         description="Read Spark Structured Streaming checkpoints and the Delta tables they read and write.",
         epilog="example:\n  streamops checkpoint doctor --lake lake",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = group.add_subparsers(dest="checkpoint_command", metavar="COMMAND", required=True)
+    commands = add_subcommands(group, "checkpoint_command")
 
     inspect = _command(commands, "inspect", "show what a checkpoint records", INSPECT_EXAMPLE, _inspect)
     inspect.add_argument("checkpoint", type=Path, metavar="CKPT")
@@ -71,13 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_tables(rewind)
 
 
-def _command(commands, name: str, help_text: str, example: str, handler) -> argparse.ArgumentParser:
-    parser = commands.add_parser(
-        name, help=help_text, description=help_text, epilog=example,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _command(commands: Subcommands, name: str, summary: str, example: str, handler: Handler) -> argparse.ArgumentParser:
+    parser = add_command(commands, name, summary=summary, epilog=example, handler=handler)
     add_json_option(parser)
-    parser.set_defaults(handler=handler)
     return parser
 
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkpoint_tools.checkpoint_reader import Batch, Checkpoint, read_checkpoint
-from checkpoint_tools.file_source_log import FileSourceLog
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from checkpoint_tools.sink_index import SinkTableIndex
 from checkpoint_tools.source_table import SourceTable, delta_source_slot
+from streamops.checkpoint_reader import Batch, Checkpoint, read_checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.exceptions import StreamopsError
+from streamops.file_source_log import FileSourceLog
 from streamops.lake_layout import LakeLayout
 
 

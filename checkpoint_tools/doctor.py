@@ -21,20 +21,19 @@ from typing import Any
 from deltalake.exceptions import DeltaError
 
 from checkpoint_tools.checkpoint_checks import CHECKPOINT_CHECKS
-from checkpoint_tools.checkpoint_reader import (
+from checkpoint_tools.correlation import resolve_tables
+from checkpoint_tools.delta_checks import DELTA_CHECKS
+from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
+from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
+from checkpoint_tools.sink_commits import StreamIdentity
+from checkpoint_tools.sink_index import SinkTableIndex
+from streamops.checkpoint_reader import (
     Checkpoint,
     read_checkpoint,
     read_query_id,
 )
-from checkpoint_tools.correlation import resolve_tables
-from checkpoint_tools.delta_checks import DELTA_CHECKS
-from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
-from checkpoint_tools.exceptions import CheckpointNotFoundError
-from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
-from checkpoint_tools.sink_commits import StreamIdentity
-from checkpoint_tools.sink_index import SinkTableIndex
 from streamops.delta_log import DeltaLog
-from streamops.exceptions import StreamopsError
+from streamops.exceptions import CheckpointNotFoundError, StreamopsError
 from streamops.lake_layout import LakeLayout
 
 Check = Callable[[DoctorContext], list[Finding]]

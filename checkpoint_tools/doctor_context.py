@@ -13,10 +13,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from checkpoint_tools.checkpoint_reader import Checkpoint
 from checkpoint_tools.findings import Finding, FindingCode, Severity
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot
+from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import BASE_INDEX, DeltaSourceOffset, IndexedFile
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from checkpoint_tools.checkpoint_reader import (
+from streamops.checkpoint_reader import (
     Batch,
     Checkpoint,
     SourceLogInfo,
     read_checkpoint,
 )
-from checkpoint_tools.exceptions import NotAFileSourceLogError
+from streamops.exceptions import NotAFileSourceLogError
 
 
 def inspect_checkpoint(path: str | Path, last_batches: int | None = None) -> dict[str, Any]:

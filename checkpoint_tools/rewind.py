@@ -26,17 +26,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from checkpoint_tools.checkpoint_reader import read_checkpoint
 from checkpoint_tools.correlation import BatchCorrelation, correlate
 from checkpoint_tools.exceptions import RewindError
-from checkpoint_tools.file_source_log import (
+from checkpoint_tools.sink_commits import StreamIdentity
+from streamops.checkpoint_reader import read_checkpoint
+from streamops.delta_log import DeltaLog
+from streamops.file_source_log import (
     scan_file_source_log,
     truncate_file_source_log,
 )
-from checkpoint_tools.metadata_log import remove_log_file
-from checkpoint_tools.sink_commits import StreamIdentity
-from streamops.delta_log import DeltaLog
 from streamops.lake_layout import LakeLayout
+from streamops.metadata_log import remove_log_file
 
 RECENT_WRITE_SECONDS = 60.0
 

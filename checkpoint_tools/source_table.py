@@ -11,12 +11,11 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from urllib.parse import unquote
 
 from deltalake.exceptions import DeltaError
 
-from checkpoint_tools.checkpoint_reader import Checkpoint
-from streamops.delta_log import DeltaLog, LogRetention
+from streamops.checkpoint_reader import Checkpoint
+from streamops.delta_log import DeltaLog, LogRetention, data_file_path
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset, IndexedFile
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
 
@@ -104,9 +103,4 @@ class SourceTable:
 
     def missing_files(self, files: list[IndexedFile]) -> list[IndexedFile]:
         """Files the log still lists but the storage no longer holds (VACUUM ran)."""
-        root = str(self.path)
-        return [
-            f
-            for f in files
-            if not os.path.exists(f.file.path if f.file.path.startswith("/") else f"{root}/{unquote(f.file.path)}")
-        ]
+        return [f for f in files if not os.path.exists(data_file_path(self.path, f.file.path))]

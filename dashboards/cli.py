@@ -14,7 +14,14 @@ from pathlib import Path
 
 from dashboards.console import APP_PATH, LAKE_ENV
 from dashboards.exceptions import ConsoleError
-from streamops.cli_support import add_json_option, add_lake_option, print_json
+from streamops.cli_support import (
+    Subcommands,
+    add_command,
+    add_json_option,
+    add_lake_option,
+    add_subcommands,
+    print_json,
+)
 
 GROUP_EPILOG = """example:
   streamops dashboards build --out dashboards/generated
@@ -42,32 +49,31 @@ prototype, alerts), Quarantine (records by reason), Event groups. The console on
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `streamops dashboards` and its subcommands, and `streamops console`, to the root parser."""
-    parser = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    """Add `streamops dashboards` and its subcommands, and `streamops console`."""
+    parser = add_command(
+        subcommands,
         "dashboards",
-        help="Grafana dashboards, alert rules and provisioning files, generated from code",
+        summary="Grafana dashboards, alert rules and provisioning files, generated from code",
         description="Grafana dashboards, alert rules and provisioning files, generated from code.",
         epilog=GROUP_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="dashboards_command", metavar="SUBCOMMAND", required=True)
-    _add_build(commands)
-    _add_console(subparsers)
+    _add_build(add_subcommands(parser, "dashboards_command"))
+    _add_console(subcommands)
 
 
-def _add_build(commands: argparse._SubParsersAction) -> None:
-    build = commands.add_parser(
+def _add_build(commands: Subcommands) -> None:
+    build = add_command(
+        commands,
         "build",
-        help="write the Grafana dashboards, alert rules and Prometheus files into a directory",
+        summary="write the Grafana dashboards, alert rules and Prometheus files into a directory",
         description="Write the Grafana dashboards, Grafana-managed and Prometheus alert rules, "
         "Grafana provisioning files and a sample Prometheus config into DIR.",
         epilog=BUILD_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_build,
     )
     build.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     add_json_option(build)
-    build.set_defaults(handler=_build)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -82,21 +88,21 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_console(subparsers: argparse._SubParsersAction) -> None:
-    console = subparsers.add_parser(
+def _add_console(subcommands: Subcommands) -> None:
+    console = add_command(
+        subcommands,
         "console",
-        help="serve the Streamlit ops console for a lake (read-only, 127.0.0.1 by default)",
+        summary="serve the Streamlit ops console for a lake (read-only, 127.0.0.1 by default)",
         description="Serve the Streamlit ops console: fleet status, stream batches and checkpoint "
         "findings, schema history, quarantine and event groups of one lake. Read-only.",
         epilog=CONSOLE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_console,
     )
     add_lake_option(console)
     console.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     console.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
-    console.set_defaults(handler=_console)
 
 
 def console_command(host: str, port: int) -> list[str]:

@@ -6,13 +6,11 @@ from grafana_foundation_sdk.builders.dashboard import Row
 from grafana_foundation_sdk.models import dashboard as models
 
 from dashboards import panels, promql
+from dashboards.backlog_panels import with_backlog_panels
 from dashboards.exposition import state_label
 from dashboards.promql import FLEET
 from monitor.metric_catalog import (
-    BACKLOG_BYTES,
-    BACKLOG_FILES,
     BACKLOG_SECONDS,
-    BACKLOG_VERSIONS,
     BATCH_ID,
     EVENT_TYPE_FRESHNESS,
     EVENT_TYPE_ROWS,
@@ -22,31 +20,25 @@ from monitor.metric_catalog import (
     MONITOR_PROGRESS_LOG_FAILURES,
     MONITOR_WORKER_CPU,
     PROCESSED_ROWS_PER_SECOND,
-    STREAM_INFO,
     STREAM_FAILURES,
+    STREAM_INFO,
     STREAM_STATUS,
     STREAM_STATUSES,
     STREAM_UP,
 )
+from monitor.status_severity import ATTENTION, WARNING, StatusColor, status_color
 
 TOP_LAGGING = 10
-NEUTRAL = "text"
-STATUS_COLORS: dict[str, str] = {
-    "ok": "green",
-    "idle": "blue",
-    "lagging": "orange",
-    "stalled": "red",
-    "failed": "red",
-    "stopped": NEUTRAL,
-}
-ALARMING = ("lagging", "stalled", "failed")
-"""Statuses whose count is coloured only when above zero."""
+GRAFANA_COLOR: dict[StatusColor, str] = {"gray": "text"}
+"""Grafana's name for a status colour where it differs (its neutral is the text colour)."""
 LAG_STEPS: tuple[panels.Step, ...] = ((None, "green"), (60, "orange"), (600, "red"))
 
 
 def _status_count(status: str) -> panels.stat.Panel:
-    color = STATUS_COLORS.get(status, NEUTRAL)
-    steps = ((None, "green"), (1, color)) if status in ALARMING else ((None, color),)
+    named = status_color(status)
+    color = GRAFANA_COLOR.get(named, named)
+    alarming = status in ATTENTION + WARNING  # coloured only while some stream is in it
+    steps = ((None, "green"), (1, color)) if alarming else ((None, color),)
     return panels.big_number(
         status.capitalize(),
         f"Streams whose status is `{status}` now (see `streamops status` for the rules).",
@@ -142,41 +134,9 @@ def build_fleet_dashboard() -> models.Dashboard:
                 LAG_STEPS,
             )
         )
-        .with_panel(
-            panels.time_series(
-                "Backlog (seconds)",
-                "Age of the oldest unprocessed source commit, per stream (0 when caught up).",
-                "s",
-                [panels.query(promql.per_stream(BACKLOG_SECONDS, FLEET), "{{stream}}")],
-            )
-        )
-        .with_panel(
-            panels.time_series(
-                "Backlog (versions)",
-                "Source Delta versions not yet processed.",
-                "none",
-                [panels.query(promql.per_stream(BACKLOG_VERSIONS, FLEET), "{{stream}}")],
-                width=8,
-            )
-        )
-        .with_panel(
-            panels.time_series(
-                "Backlog (files)",
-                "Source files not yet processed.",
-                "none",
-                [panels.query(promql.per_stream(BACKLOG_FILES, FLEET), "{{stream}}")],
-                width=8,
-            )
-        )
-        .with_panel(
-            panels.time_series(
-                "Backlog (bytes)",
-                "Source bytes not yet processed.",
-                "bytes",
-                [panels.query(promql.per_stream(BACKLOG_BYTES, FLEET), "{{stream}}")],
-                width=8,
-            )
-        )
+    )
+    builder = (
+        with_backlog_panels(builder, FLEET, widths=(12, 8, 8, 8))
         .with_row(Row("Throughput and freshness"))
         .with_panel(
             panels.time_series(
@@ -192,44 +152,49 @@ def build_fleet_dashboard() -> models.Dashboard:
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Rows read per stream",
                 "Rows read per second, per stream.",
                 "rowsps",
-                [panels.query(promql.rows_read_per_second(FLEET), "{{stream}}")],
+                promql.rows_read_per_second(FLEET),
+                "{{stream}}",
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Freshness per stream",
                 "Now minus the newest event time each stream has committed.",
                 "s",
-                [panels.query(promql.per_stream(FRESHNESS, FLEET), "{{stream}}")],
+                promql.per_stream(FRESHNESS, FLEET),
+                "{{stream}}",
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Freshness per event type",
                 "Now minus the newest event time committed to each silver table.",
                 "s",
-                [panels.query(promql.per_event_type(EVENT_TYPE_FRESHNESS, FLEET), "{{event_type}}")],
+                promql.per_event_type(EVENT_TYPE_FRESHNESS, FLEET),
+                "{{event_type}}",
             )
         )
         .with_row(Row("Event types and data quality"))
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Rows per event type",
                 "Rows committed to each silver table per second.",
                 "rowsps",
-                [panels.query(promql.event_type_rows_per_second(FLEET), "{{event_type}}")],
+                promql.event_type_rows_per_second(FLEET),
+                "{{event_type}}",
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Quarantine by reason",
                 "Rows sent to bronze/quarantine per second, by reason.",
                 "rowsps",
-                [panels.query(promql.quarantine_rate_by_reason(FLEET), "{{reason}}")],
+                promql.quarantine_rate_by_reason(FLEET),
+                "{{reason}}",
                 stacked=True,
             )
         )
@@ -282,12 +247,13 @@ def build_fleet_dashboard() -> models.Dashboard:
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Monitor worker CPU",
                 "CPU the monitor's worker thread uses (parsing progress, backlog, progress log), in "
                 "cores; it should stay a small fraction of the pipeline's.",
                 "none",
-                [panels.query(promql.counter_rate(MONITOR_WORKER_CPU), legend="monitor worker")],
+                promql.counter_rate(MONITOR_WORKER_CPU),
+                "monitor worker",
                 width=12,
             )
         )

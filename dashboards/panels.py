@@ -7,7 +7,7 @@ order (`numbered`), so the generated JSON is the same on every build.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 from grafana_foundation_sdk.builders import bargauge, common, prometheus, stat, table, timeseries
 from grafana_foundation_sdk.builders.dashboard import (
@@ -39,6 +39,7 @@ TAGS = ["streamops", "spark", "streaming"]
 
 Query = prometheus.Dataquery
 Step = tuple[float | None, str]
+Panel = TypeVar("Panel", timeseries.Panel, stat.Panel, bargauge.Panel, table.Panel)
 
 
 def query(expr: str, legend: str = "", instant: bool = False, as_table: bool = False) -> Query:
@@ -54,6 +55,21 @@ def _with_queries(panel, queries: Sequence[Query]):
     for index, target in enumerate(queries):
         panel = panel.with_target(target.ref_id(chr(ord("A") + index)))
     return panel
+
+
+def _framed(panel: Panel, title: str, description: str, width: int, height: int) -> Panel:
+    """What every streamops panel states: its title, what it shows, where its data comes from and
+    its size on the 24-column grid."""
+    return panel.title(title).description(description).datasource(DATASOURCE).span(width).height(height)
+
+
+def _last_values(panel: Panel, expr: str, legend: str, steps: Sequence[Step]) -> Panel:
+    """Numbers and bars show the latest value of each series of one instant query, coloured by
+    `steps`, so they read the same as `streamops status` at that moment."""
+    panel = panel.thresholds(thresholds(*steps)).reduce_options(
+        common.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
+    )
+    return _with_queries(panel, [query(expr, legend=legend, instant=True)])
 
 
 def thresholds(*steps: Step) -> ThresholdsConfig:
@@ -74,14 +90,9 @@ def time_series(
     height: int = 8,
 ) -> timeseries.Panel:
     panel = (
-        timeseries.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
+        _framed(timeseries.Panel(), title, description, width, height)
         .unit(unit)
         .min(0)
-        .span(width)
-        .height(height)
         .fill_opacity(20 if stacked else 0)
         .legend(
             common.VizLegendOptions()
@@ -95,6 +106,19 @@ def time_series(
     if stacked:
         panel = panel.stacking(common.StackingConfig().mode(StackingMode.NORMAL))
     return _with_queries(panel, queries)
+
+
+def series_panel(
+    title: str,
+    description: str,
+    unit: str,
+    expr: str,
+    legend: str,
+    width: int = 12,
+    stacked: bool = False,
+) -> timeseries.Panel:
+    """A time series of one query: most panels draw one expression, one line per series."""
+    return time_series(title, description, unit, [query(expr, legend)], width, stacked)
 
 
 def unstacked(name: str) -> list[models.DynamicConfigValue]:
@@ -117,21 +141,14 @@ def big_number(
     show_name: bool = False,
 ) -> stat.Panel:
     panel = (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
+        _framed(stat.Panel(), title, description, width, 4)
         .unit(unit)
-        .span(width)
-        .height(4)
-        .thresholds(thresholds(*steps))
         .color_mode(BigValueColorMode.BACKGROUND)
         .graph_mode(BigValueGraphMode.NONE)
         .text_mode(BigValueTextMode.NAME if show_name else BigValueTextMode.VALUE)
-        .reduce_options(common.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         .no_value("0")
     )
-    return _with_queries(panel, [query(expr, legend=legend, instant=True)])
+    return _last_values(panel, expr, legend, steps)
 
 
 def ranking(
@@ -146,20 +163,13 @@ def ranking(
 ) -> bargauge.Panel:
     """Horizontal bars, one per series of an instant query (largest first when `expr` sorts)."""
     panel = (
-        bargauge.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
+        _framed(bargauge.Panel(), title, description, width, height)
         .unit(unit)
         .min(0)
-        .span(width)
-        .height(height)
-        .thresholds(thresholds(*steps))
         .orientation(VizOrientation.HORIZONTAL)
-        .reduce_options(common.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         .no_value("none")
     )
-    return _with_queries(panel, [query(expr, legend=legend, instant=True)])
+    return _last_values(panel, expr, legend, steps)
 
 
 def table_of(
@@ -175,12 +185,7 @@ def table_of(
     """One row per label set: instant table queries merged on their common labels, sorted by
     the (renamed) column `sort_by`, largest first."""
     panel = (
-        table.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .span(width)
-        .height(height)
+        _framed(table.Panel(), title, description, width, height)
         .show_header(True)
         .sort_by([common.TableSortByFieldState().display_name(sort_by).desc(True)])
         .with_transformation(models.DataTransformerConfig(id_val="merge", options={}))

@@ -6,13 +6,10 @@ from grafana_foundation_sdk.builders.dashboard import Row
 from grafana_foundation_sdk.models import dashboard as models
 
 from dashboards import panels, promql
+from dashboards.backlog_panels import with_backlog_panels
 from dashboards.exposition import state_label
 from dashboards.promql import ONE_STREAM
 from monitor.metric_catalog import (
-    BACKLOG_BYTES,
-    BACKLOG_FILES,
-    BACKLOG_SECONDS,
-    BACKLOG_VERSIONS,
     BATCH_DURATION,
     BATCH_ID,
     FRESHNESS,
@@ -24,10 +21,6 @@ from monitor.metric_catalog import (
 )
 
 BATCH_TOTAL = "whole batch"
-
-
-def _backlog(title: str, description: str, unit: str, expr: str) -> panels.timeseries.Panel:
-    return panels.time_series(title, description, unit, [panels.query(expr, "{{stream}}")], width=6)
 
 
 def build_stream_dashboard() -> models.Dashboard:
@@ -117,63 +110,37 @@ def build_stream_dashboard() -> models.Dashboard:
             ).override_by_name(BATCH_TOTAL, panels.unstacked(BATCH_TOTAL))
         )
         .with_row(Row("Backlog"))
-        .with_panel(
-            _backlog(
-                "Backlog (seconds)",
-                "Age of the oldest unprocessed source commit.",
-                "s",
-                promql.per_stream(BACKLOG_SECONDS, ONE_STREAM),
-            )
-        )
-        .with_panel(
-            _backlog(
-                "Backlog (versions)",
-                "Source Delta versions not yet processed.",
-                "none",
-                promql.per_stream(BACKLOG_VERSIONS, ONE_STREAM),
-            )
-        )
-        .with_panel(
-            _backlog(
-                "Backlog (files)",
-                "Source files not yet processed.",
-                "none",
-                promql.per_stream(BACKLOG_FILES, ONE_STREAM),
-            )
-        )
-        .with_panel(
-            _backlog(
-                "Backlog (bytes)",
-                "Source bytes not yet processed.",
-                "bytes",
-                promql.per_stream(BACKLOG_BYTES, ONE_STREAM),
-            )
-        )
+    )
+    builder = (
+        with_backlog_panels(builder, ONE_STREAM, widths=(6, 6, 6, 6))
         .with_row(Row("Freshness, batches and quality"))
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Freshness",
                 "Now minus the newest event time the stream has committed.",
                 "s",
-                [panels.query(promql.per_stream(FRESHNESS, ONE_STREAM), "freshness")],
+                promql.per_stream(FRESHNESS, ONE_STREAM),
+                "freshness",
                 width=8,
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Batch id",
                 "Id of the last completed batch: a flat line while data waits means a stall.",
                 "none",
-                [panels.query(promql.per_stream(BATCH_ID, ONE_STREAM), "batch")],
+                promql.per_stream(BATCH_ID, ONE_STREAM),
+                "batch",
                 width=8,
             )
         )
         .with_panel(
-            panels.time_series(
+            panels.series_panel(
                 "Quarantine by reason",
                 "Rows this stream sent to bronze/quarantine per second, by reason.",
                 "rowsps",
-                [panels.query(promql.quarantine_rate_by_reason(ONE_STREAM), "{{reason}}")],
+                promql.quarantine_rate_by_reason(ONE_STREAM),
+                "{{reason}}",
                 width=8,
                 stacked=True,
             )

@@ -8,7 +8,10 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from monitor.status_severity import SEVERITY
 from streamops.cli_support import (
+    Subcommands,
+    add_command,
     add_json_option,
     add_lake_option,
     format_table,
@@ -20,32 +23,33 @@ from streamops.cli_support import (
 if TYPE_CHECKING:
     from monitor.fleet_status import StreamStatusRow
 
-STATUS_EPILOG = """examples:
+STATUS_EPILOG = f"""examples:
   streamops status --lake lake
   streamops status --lake lake --json | jq '.streams[] | select(.status != "ok")'
 
 Works with the pipeline stopped: it reads <lake>/_system/query_progress and the source tables'
-Delta logs. Streams are listed worst first (failed, stalled, lagging, stopped, ok, idle).
+Delta logs. Streams are listed worst first ({", ".join(SEVERITY)}).
 """
 REASON_WIDTH = 70
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    """Add `streamops status`."""
+    parser = add_command(
+        subcommands,
         "status",
-        help="status, backlog and freshness of every stream (from the progress log)",
+        summary="status, backlog and freshness of every stream (from the progress log)",
         description="Show every stream's status (ok, idle, lagging, stalled, failed, stopped), "
         "its last batch, backlog, freshness and rates.",
         epilog=STATUS_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_status,
     )
     add_lake_option(parser)
     add_json_option(parser)
-    parser.set_defaults(handler=_status)
 
 
 def _status(args: argparse.Namespace) -> int:
-    from monitor.fleet_status import SEVERITY, fleet_status
+    from monitor.fleet_status import fleet_status
     from streamops.lake_layout import LakeLayout
 
     lake = LakeLayout.at(args.lake)

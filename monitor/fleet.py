@@ -15,12 +15,7 @@ from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, Query
 from monitor.source_backlog import BacklogReading
 from monitor.status_rules import DEFAULT_POLICY, ProgressSample, StatusPolicy, StreamObservation
 from streamops.backlog import Backlog
-from streamops.lake_layout import SILVER_STREAM_PREFIX
-
-
-def group_of(stream: str) -> str:
-    """The event group a pipeline stream serves (`silver_<group>`), empty for other streams."""
-    return stream[len(SILVER_STREAM_PREFIX) :] if stream.startswith(SILVER_STREAM_PREFIX) else ""
+from streamops.lake_layout import group_of
 
 
 def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> ProgressSample:
@@ -34,6 +29,18 @@ def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> Progre
         backlog=reading.backlog if reading else None,
         pending=reading.pending if reading else None,
     )
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    """One commit to an event type's table, as the pipeline reports it right after writing."""
+
+    event_type: str
+    group: str
+    rows: int
+    commit_time: float
+    schema_version: int
+    max_event_time: float | None
 
 
 @dataclass
@@ -170,25 +177,17 @@ class Fleet:
 
     # -- pushes from the pipeline (any thread) --------------------------------------------------
 
-    def record_table_commit(
-        self,
-        event_type: str,
-        group: str,
-        rows: int,
-        commit_time: float,
-        schema_version: int,
-        max_event_time: float | None,
-    ) -> None:
+    def record_table_commit(self, commit: TableCommit) -> None:
         with self._lock:
-            view = self._event_types.get(event_type)
+            view = self._event_types.get(commit.event_type)
             if view is None:
-                view = self._event_types[event_type] = EventTypeView(event_type, group)
-            view.group = group
-            view.rows_total += rows
-            view.last_commit_time = max(commit_time, view.last_commit_time or commit_time)
-            view.schema_version = schema_version
-            if max_event_time is not None:
-                view.max_event_time = max(max_event_time, view.max_event_time or max_event_time)
+                view = self._event_types[commit.event_type] = EventTypeView(commit.event_type, commit.group)
+            view.group = commit.group
+            view.rows_total += commit.rows
+            view.last_commit_time = max(commit.commit_time, view.last_commit_time or commit.commit_time)
+            view.schema_version = commit.schema_version
+            if commit.max_event_time is not None:
+                view.max_event_time = max(commit.max_event_time, view.max_event_time or commit.max_event_time)
 
     def record_stream_event_time(self, stream: str, max_event_time: float) -> None:
         with self._lock:

@@ -26,11 +26,9 @@ from monitor.status_rules import (
     arrival_rate,
     evaluate,
 )
+from monitor.status_severity import SEVERITY
 from streamops.backlog import Backlog
 from streamops.lake_layout import LakeLayout
-
-SEVERITY: tuple[StreamStatus, ...] = ("failed", "stalled", "lagging", "stopped", "ok", "idle")
-"""Order of the fleet table: what needs a human first."""
 
 ACTIVITY_COLUMNS = [
     "event",
@@ -250,19 +248,7 @@ def _current_backlog(
 ) -> BacklogReading:
     """Measure now from the last processed offsets; fall back to what the log recorded."""
     if last is not None and last["sources"] is not None and len(last["sources"]):
-        sources = [
-            SourceProgress(
-                description=s["description"] or "",
-                start_offset=s["start_offset"],
-                end_offset=s["end_offset"],
-                latest_offset=s["latest_offset"],
-                num_input_rows=int(s["num_input_rows"] or 0),
-                input_rows_per_second=float(s["input_rows_per_second"] or 0.0),
-                processed_rows_per_second=float(s["processed_rows_per_second"] or 0.0),
-            )
-            for s in last["sources"]
-        ]
-        reading = backlog.measure(stream, sources)
+        reading = backlog.measure(stream, [SourceProgress.from_row(source) for source in last["sources"]])
         if reading.backlog is not None:
             return reading
     if samples:

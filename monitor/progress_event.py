@@ -8,9 +8,10 @@ recorded JSON, so status rules, backlog and the exporter are tested without a JV
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import Any, ClassVar, Literal, Mapping, Union
+from typing import Any, ClassVar, Iterator, Literal, Mapping, Union
 
 import orjson
 
@@ -59,9 +60,33 @@ class SourceProgress:
             processed_rows_per_second=float(data.get("processedRowsPerSecond") or 0.0),
         )
 
+    def to_row(self) -> dict[str, Any]:
+        """The progress log's struct for one source: these fields, under these names."""
+        return asdict(self)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "SourceProgress":
+        """Read back what `to_row` wrote: `streamops status` measures backlog from logged sources."""
+        return cls(**{name: row[name] for name in SOURCE_FIELDS})
+
+
+SOURCE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SourceProgress))
+
+
+class _NamedQuery:
+    """An event that carries the query's name."""
+
+    name: str | None
+    query_id: str
+
+    @property
+    def stream(self) -> str:
+        """What the monitor calls the query: its name, or the id of an unnamed query."""
+        return self.name or self.query_id
+
 
 @dataclass(frozen=True)
-class QueryProgress:
+class QueryProgress(_NamedQuery):
     """One StreamingQueryProgress. Rates Spark omits (NaN) read as 0."""
 
     query_id: str
@@ -82,21 +107,16 @@ class QueryProgress:
 
     kind: ClassVar[EventKind] = "progress"
 
-    @property
-    def stream(self) -> str:
-        return self.name or self.query_id
-
     @classmethod
     def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryProgress":
         """Accepts the progress JSON itself or the listener event wrapping it ({"progress": ...})."""
         data = _loads(value, "progress")
         if "progress" in data and isinstance(data["progress"], Mapping):
             data = data["progress"]
-        try:
+        with _reading("StreamingQueryProgress"):
             sink = data.get("sink") or {}
             return cls(
-                query_id=str(data["id"]),
-                run_id=str(data["runId"]),
+                **_identity(data),
                 name=data.get("name"),
                 timestamp=iso_to_epoch(data["timestamp"]) or 0.0,
                 batch_id=int(data["batchId"]),
@@ -113,14 +133,11 @@ class QueryProgress:
                 sources=tuple(SourceProgress.from_dict(s) for s in data.get("sources") or ()),
                 sink_description=str(sink.get("description") or ""),
                 sink_output_rows=_int_or_none(sink.get("numOutputRows")),
-                json=orjson.dumps(data).decode(),
             )
-        except (KeyError, TypeError, ValueError) as error:
-            raise ProgressEventError(f"not a StreamingQueryProgress JSON: missing or bad {error}") from error
 
 
 @dataclass(frozen=True)
-class QueryStarted:
+class QueryStarted(_NamedQuery):
     query_id: str
     run_id: str
     name: str | None
@@ -129,23 +146,11 @@ class QueryStarted:
 
     kind: ClassVar[EventKind] = "started"
 
-    @property
-    def stream(self) -> str:
-        return self.name or self.query_id
-
     @classmethod
     def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryStarted":
         data = _loads(value, "started")
-        try:
-            return cls(
-                query_id=str(data["id"]),
-                run_id=str(data["runId"]),
-                name=data.get("name"),
-                timestamp=iso_to_epoch(data.get("timestamp")) or 0.0,
-                json=orjson.dumps(data).decode(),
-            )
-        except KeyError as error:
-            raise ProgressEventError(f"not a QueryStartedEvent JSON: missing {error}") from error
+        with _reading("QueryStartedEvent"):
+            return cls(**_identity(data), name=data.get("name"), timestamp=iso_to_epoch(data.get("timestamp")) or 0.0)
 
 
 @dataclass(frozen=True)
@@ -160,15 +165,8 @@ class QueryIdle:
     @classmethod
     def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryIdle":
         data = _loads(value, "idle")
-        try:
-            return cls(
-                query_id=str(data["id"]),
-                run_id=str(data["runId"]),
-                timestamp=iso_to_epoch(data.get("timestamp")) or 0.0,
-                json=orjson.dumps(data).decode(),
-            )
-        except KeyError as error:
-            raise ProgressEventError(f"not a QueryIdleEvent JSON: missing {error}") from error
+        with _reading("QueryIdleEvent"):
+            return cls(**_identity(data), timestamp=iso_to_epoch(data.get("timestamp")) or 0.0)
 
 
 @dataclass(frozen=True)
@@ -191,17 +189,13 @@ class QueryTerminated:
     @classmethod
     def from_json(cls, value: str | bytes | Mapping[str, Any], received_at: float) -> "QueryTerminated":
         data = _loads(value, "terminated")
-        try:
+        with _reading("QueryTerminatedEvent"):
             return cls(
-                query_id=str(data["id"]),
-                run_id=str(data["runId"]),
+                **_identity(data),
                 exception=data.get("exception"),
                 error_class=data.get("errorClassOnException"),
                 timestamp=received_at,
-                json=orjson.dumps(data).decode(),
             )
-        except KeyError as error:
-            raise ProgressEventError(f"not a QueryTerminatedEvent JSON: missing {error}") from error
 
 
 MonitorEvent = Union[QueryStarted, QueryProgress, QueryIdle, QueryTerminated]
@@ -240,6 +234,20 @@ def exception_summary(text: str | None) -> str | None:
             return line.strip()[:MAX_MESSAGE_CHARS]
     lines = [line.strip() for line in text.split("\n\tat ", 1)[0].splitlines() if line.strip()]
     return (lines[0] if lines else text)[:MAX_MESSAGE_CHARS]
+
+
+def _identity(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields every listener event carries: which query, which run, the event as received."""
+    return {"query_id": str(data["id"]), "run_id": str(data["runId"]), "json": orjson.dumps(data).decode()}
+
+
+@contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """A field Spark's JSON lacks or mistypes becomes one error naming the event."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError) as error:
+        raise ProgressEventError(f"not a {what} JSON: missing or bad {error}") from error
 
 
 def _loads(value: str | bytes | Mapping[str, Any], what: str) -> Mapping[str, Any]:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, get_args, get_type_hints
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
@@ -24,7 +24,14 @@ from deltalake.transaction import CommitProperties
 
 from monitor.exceptions import ProgressLogNotFoundError
 from monitor.metric_catalog import BATCH_PHASES
-from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, QueryStarted, QueryTerminated
+from monitor.progress_event import (
+    MonitorEvent,
+    QueryIdle,
+    QueryProgress,
+    QueryStarted,
+    QueryTerminated,
+    SourceProgress,
+)
 from monitor.source_backlog import BacklogReading
 from streamops.delta_read import read_delta
 
@@ -41,17 +48,16 @@ def phase_column(phase: str) -> str:
 
 PHASE_COLUMNS: dict[str, str] = {phase: phase_column(phase) for phase in BATCH_PHASES}
 
-SOURCE_TYPE = pa.struct(
-    [
-        ("description", pa.string()),
-        ("start_offset", pa.string()),
-        ("end_offset", pa.string()),
-        ("latest_offset", pa.string()),
-        ("num_input_rows", pa.int64()),
-        ("input_rows_per_second", pa.float64()),
-        ("processed_rows_per_second", pa.float64()),
-    ]
-)
+ARROW_TYPES: dict[type, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+
+
+def _arrow_type(hint: Any) -> pa.DataType:
+    """The column type of a record field; `X | None` is a nullable X (every column is nullable)."""
+    return ARROW_TYPES[next(t for t in get_args(hint) or (hint,) if t is not type(None))]
+
+
+SOURCE_TYPE = pa.struct([(name, _arrow_type(hint)) for name, hint in get_type_hints(SourceProgress).items()])
+"""One source of a progress event, laid out as the record `SourceProgress` is."""
 
 SCHEMA = pa.schema(
     [
@@ -127,18 +133,7 @@ def row_of(
             processed_rows_per_second=event.processed_rows_per_second,
             batch_duration_ms=event.batch_duration_ms,
             event_time_max=_utc(event_time_max),
-            sources=[
-                {
-                    "description": s.description,
-                    "start_offset": s.start_offset,
-                    "end_offset": s.end_offset,
-                    "latest_offset": s.latest_offset,
-                    "num_input_rows": s.num_input_rows,
-                    "input_rows_per_second": s.input_rows_per_second,
-                    "processed_rows_per_second": s.processed_rows_per_second,
-                }
-                for s in event.sources
-            ],
+            sources=[source.to_row() for source in event.sources],
             sink=event.sink_description,
             sink_output_rows=event.sink_output_rows,
         )

@@ -22,13 +22,12 @@ from urllib.parse import unquote, urlparse
 import orjson
 from deltalake.exceptions import DeltaError
 
-from checkpoint_tools.exceptions import CheckpointToolsError
-from checkpoint_tools.file_source_log import read_file_source_log
 from monitor.progress_event import SourceProgress
 from streamops.backlog import NO_BACKLOG, Backlog, delta_backlog
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
-from streamops.exceptions import StreamopsError
+from streamops.exceptions import CheckpointError, StreamopsError
+from streamops.file_source_log import read_file_source_log
 from streamops.lake_layout import InvalidNameError, LakeLayout
 
 FILE_SOURCE_PREFIX = "FileStreamSource["
@@ -210,7 +209,7 @@ class SourceBacklog:
         processed_through = end.get("logOffset") if isinstance(end, dict) else None
         try:
             entries = read_file_source_log(checkpoint, source_id)
-        except (CheckpointToolsError, OSError) as error:
+        except (CheckpointError, OSError) as error:
             self._warn(stream, f"cannot read the file-source log of `{checkpoint}`: {error}")
             return None
         taken = {

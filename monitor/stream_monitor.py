@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 from monitor.event_queue import EventQueue, RawEvent
 from monitor.exceptions import MonitorError
 from monitor.exporter import FleetCollector, MetricsServer, serve_metrics
-from monitor.fleet import Fleet
+from monitor.fleet import Fleet, TableCommit
 from monitor.metric_catalog import DEFAULT_METRICS_HOST
 from monitor.progress_event import EventKind, QueryStarted
 from monitor.progress_log import ProgressLog
@@ -157,16 +157,8 @@ class StreamMonitor:
         """Where `stream` checkpoints, for the backlog of a file source outside the lake layout."""
         self._backlog.register_checkpoint(stream, Path(checkpoint))
 
-    def record_table_commit(
-        self,
-        event_type: str,
-        group: str,
-        rows: int,
-        commit_time: float,
-        schema_version: int,
-        max_event_time: float | None,
-    ) -> None:
-        self._fleet.record_table_commit(event_type, group, rows, commit_time, schema_version, max_event_time)
+    def record_table_commit(self, commit: TableCommit) -> None:
+        self._fleet.record_table_commit(commit)
 
     def record_stream_event_time(self, stream: str, max_event_time: float) -> None:
         self._fleet.record_stream_event_time(stream, max_event_time)

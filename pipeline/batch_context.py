@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from checkpoint_tools.offset_log import read_batch_offsets
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.offset_log import read_batch_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

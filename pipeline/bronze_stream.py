@@ -18,13 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from pipeline.batch_context import batch_commit_info
 from pipeline import jvm_classifier
+from pipeline.batch_context import batch_commit_info
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
-from pipeline.exceptions import PipelineConfigError
-from pipeline.record_rules import UTF8_BOM
 from pipeline.delta_connector.batch_writer import create_table
+from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, newest_epoch, table_access
+from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
+from pipeline.record_rules import UTF8_BOM
 from pipeline.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
-    from pipeline.pipeline_events import PipelineEvents
 
 
 Classifier = Literal["auto", "jvm", "python"]
@@ -50,14 +50,6 @@ class BronzeSettings:
     """`auto`: the JVM classifier when the JDK could build it, else the Python one."""
 
 
-@dataclass(frozen=True)
-class BronzeBatchResult:
-    batch_id: int
-    bronze_rows: int
-    quarantined: dict[str, int]
-    new_variations: int
-
-
 class BronzeBatchWriter:
     """The foreachBatch function of the bronze stream."""
 
@@ -66,7 +58,7 @@ class BronzeBatchWriter:
         lake: LakeLayout,
         connector: "DeltaConnector",
         registry: SchemaRegistry,
-        events: "PipelineEvents",
+        events: PipelineEvents,
         after_batch: Callable[[BronzeBatchResult], None] | None = None,
     ) -> None:
         self.lake = lake

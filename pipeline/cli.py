@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP
 from pipeline.generator import command as generate_command
-from streamops.cli_support import add_json_option, format_table, print_json
+from streamops.cli_support import Subcommands, add_command, add_json_option, format_table, print_json
 
 RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
@@ -25,15 +25,17 @@ ops console serves the lake. Ctrl-C stops all of it and exits 0.
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    generate_command.register(subparsers)
-    _add_demo(subparsers)
-    run = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    """Add `streamops generate`, `streamops demo` and `streamops run`."""
+    generate_command.register(subcommands)
+    _add_demo(subcommands)
+    run = add_command(
+        subcommands,
         "run",
-        help="run the bronze/silver pipeline on a lake",
+        summary="run the bronze/silver pipeline on a lake",
         description="Ingest landing NDJSON files into bronze, the schema registry and typed silver tables.",
         epilog=RUN_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     run.add_argument("--lake", required=True, type=Path, help="root directory of the lake")
     run.add_argument("--landing", required=True, type=Path, help="directory producers drop NDJSON files into")
@@ -58,17 +60,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="Delta connector")
     run.add_argument("--master", help="Spark master URL (default local[*] or $STREAMOPS_SPARK_MASTER)")
     add_json_option(run)
-    run.set_defaults(handler=_run)
 
 
-def _add_demo(subparsers: argparse._SubParsersAction) -> None:
-    demo = subparsers.add_parser(
+def _add_demo(subcommands: Subcommands) -> None:
+    demo = add_command(
+        subcommands,
         "demo",
-        help="generate drifting load, run the pipeline with metrics, and serve the console",
+        summary="generate drifting load, run the pipeline with metrics, and serve the console",
         description="Everything at once on this machine: drifting load, the pipeline with the "
         "monitor and its Prometheus exporter, and the ops console. Prints the URLs.",
         epilog=DEMO_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_demo,
     )
     demo.add_argument("--workdir", type=Path, default=Path("streamops-demo"),
                       help="where landing/ and lake/ go (default ./streamops-demo; reused if present)")
@@ -77,7 +79,6 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--duration", type=float, metavar="SECONDS", help="stop after SECONDS (default: at Ctrl-C)")
     demo.add_argument("--console-port", type=int, default=8501, help="console port (default 8501)")
     demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
-    demo.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -14,7 +14,14 @@ class PipelineConfigError(StreamopsError):
 
 
 class IncompatibleSchemaError(StreamopsError):
-    """An event type changed a field's type in a way that cannot be cast (on_incompatible=fail_group)."""
+    """An event type changed a field's type in a way that cannot be cast (on_incompatible=fail_group).
+
+    `stream` is the silver stream it stops, so the supervisor can hold that stream alone.
+    """
+
+    def __init__(self, message: str, stream: str) -> None:
+        super().__init__(message)
+        self.stream = stream
 
 
 class DemoError(StreamopsError):

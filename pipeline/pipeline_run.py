@@ -66,7 +66,7 @@ def _run_with(
         silver=options.silver,
     )
     try:
-        supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor), monitor)
+        supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))
         if on_start is not None:
             on_start(supervisor)
         try:

@@ -12,17 +12,18 @@ alerted (on_incompatible="quarantine") or stop the group (on_incompatible="fail_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.batch_context import batch_commit_info
+from pipeline.column_names import LINEAGE_COLUMNS, NESTED_SEPARATOR, column_name
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
-from pipeline.column_names import LINEAGE_COLUMNS, NESTED_SEPARATOR, column_name
 from pipeline.lake_tables import QUARANTINE_SCHEMA, newest_epoch
 from pipeline.payload_parser import PARSE_STAGE, parse_payloads, select, typed_payload
+from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
 from pipeline.schema_alerts import SchemaAlert, alert_rows
 from pipeline.schema_registry import RegistryReader
 from pipeline.silver_schemas import SilverSchema, silver_schemas
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
-    from pipeline.pipeline_events import PipelineEvents
     from streamops.commit_metadata import BatchCommitInfo
 
 OnIncompatible = Literal["quarantine", "fail_group"]
@@ -48,16 +48,6 @@ class SilverSettings:
     available_now: bool = False
 
 
-@dataclass(frozen=True)
-class SilverBatchResult:
-    group: str
-    batch_id: int
-    rows_by_type: dict[str, int]
-    max_event_time: dict[str, float]
-    quarantined: int
-    alerts: tuple[SchemaAlert, ...]
-
-
 class SilverGroupWriter:
     """The foreachBatch function of one group's stream."""
 
@@ -67,14 +57,18 @@ class SilverGroupWriter:
         connector: "DeltaConnector",
         group: str,
         settings: SilverSettings,
-        events: "PipelineEvents",
+        events: PipelineEvents,
+        on_policy_stop: Callable[[IncompatibleSchemaError], None] | None = None,
     ) -> None:
+        """`on_policy_stop` hears of a fail_group stop before the batch raises it: the query's
+        exception reaches its owner through Py4J as text, without the Python type."""
         self.lake = lake
         self.connector = connector
         self.group = group
         self.stream = silver_stream(group)
         self.settings = settings
         self.events = events
+        self.on_policy_stop = on_policy_stop
         self.registry = RegistryReader(lake.schema_registry)
         self.groups = EventGroupsReader(lake.event_groups)
         self._cached: tuple[tuple[int, int], dict[str, SilverSchema]] = ((-1, -1), {})
@@ -129,11 +123,15 @@ class SilverGroupWriter:
         if alerts:
             self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
             if self.settings.on_incompatible == "fail_group":
-                raise IncompatibleSchemaError(
+                stop = IncompatibleSchemaError(
                     f"group `{self.group}` stopped on an incompatible schema change "
                     f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
-                    "then restart it with on_incompatible=quarantine or fix the producer"
+                    "then restart it with on_incompatible=quarantine or fix the producer",
+                    self.stream,
                 )
+                if self.on_policy_stop is not None:
+                    self.on_policy_stop(stop)
+                raise stop
         if quarantine:
             self.connector.write_batch(self.lake.bronze_quarantine, pa.concat_tables(quarantine), commit)
         for event_type, table in tables.items():

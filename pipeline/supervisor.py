@@ -4,8 +4,9 @@
   Trigger.AvailableNow, round after round until a round finds nothing new, then returns.
 - `run_for(seconds)` (or forever): continuous triggers. Every second it starts a query for any
   group the management stream has recorded, and restarts a failed query with exponential
-  backoff while the others keep running. A group stopped by on_incompatible=fail_group is left
-  stopped (replaying its batch would fail the same way) until an operator acts.
+  backoff while the others keep running (pipeline/query_restarts.py). A group stopped by
+  on_incompatible=fail_group is left stopped (replaying its batch would fail the same way)
+  until an operator acts.
 `request_stop()` (e.g. from a signal handler or another thread) ends `run_for`, which then
 stops every query itself.
 """
@@ -19,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from monitor.progress_event import exception_summary
-from pipeline.bronze_stream import BronzeBatchResult, BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import DeltaConnector
 from pipeline.event_groups import EventGroupsReader
 from pipeline.management_stream import ManagementBatchWriter, start_management
+from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
+from pipeline.query_restarts import QueryRestarts, Supervised, first_line
 from pipeline.schema_registry import SchemaRegistry
 from pipeline.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
@@ -31,12 +33,6 @@ from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
-
-    from monitor.stream_monitor import StreamMonitor
-    from pipeline.pipeline_events import PipelineEvents
-
-INCOMPATIBLE_MARKER = "stopped on an incompatible schema change"
-MAX_BACKOFF_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,19 +42,6 @@ class PipelineSettings:
     trigger_seconds: float = 5.0
     bronze_max_files: int = 100
     silver: SilverSettings = SilverSettings()
-
-
-@dataclass
-class Supervised:
-    """One query the supervisor owns, with its restart history."""
-
-    name: str
-    start: Callable[[], "StreamingQuery"]
-    query: "StreamingQuery | None" = None
-    failures: int = 0
-    next_start: float = 0.0
-    last_error: str | None = None
-    held: bool = False
 
 
 @dataclass
@@ -75,8 +58,7 @@ class Supervisor:
         spark: "SparkSession",
         settings: PipelineSettings,
         connector: DeltaConnector,
-        events: "PipelineEvents",
-        monitor: "StreamMonitor | None" = None,
+        events: PipelineEvents,
         log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     ) -> None:
         self.spark = spark
@@ -84,17 +66,21 @@ class Supervisor:
         self.lake = settings.lake
         self.connector = connector
         self.events = events
-        self.monitor = monitor
         self.log = log
         self.report = RunReport()
         self.registry = SchemaRegistry.load(self.lake.schema_registry)
         self.groups = EventGroupsReader(self.lake.event_groups)
-        self.supervised: dict[str, Supervised] = {}
+        self.restarts = QueryRestarts(self.report.failures, log)
         self._stop_requested = threading.Event()
 
     def request_stop(self) -> None:
         """Ask a running `run_for` (possibly in another thread) to stop its queries and return."""
         self._stop_requested.set()
+
+    @property
+    def supervised(self) -> dict[str, Supervised]:
+        """The queries `run_for` keeps running, by stream name."""
+        return self.restarts.supervised
 
     def _bronze_done(self, result: BronzeBatchResult) -> None:
         self.report.bronze_batches += 1
@@ -130,15 +116,15 @@ class Supervisor:
             max_files_per_trigger=self.settings.silver.max_files_per_trigger,
             available_now=available_now,
         )
-        if self.monitor is not None:
-            self.monitor.register_source_table(silver_stream(group), self.lake.bronze_events)
-        writer = SilverGroupWriter(self.lake, self.connector, group, silver, self.events)
+        self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
+        writer = SilverGroupWriter(
+            self.lake, self.connector, group, silver, self.events, on_policy_stop=self.restarts.policy_stopped
+        )
         return start_silver_group(self.spark, self.lake, self.connector, writer)
 
     def run_until_idle(self, max_rounds: int = 20) -> RunReport:
         """Drain everything available now; returns when a round changes nothing."""
-        if self.monitor is not None:
-            self.monitor.register_source_table(MANAGEMENT_STREAM, self.lake.schema_registry)
+        self.events.stream_reads_table(MANAGEMENT_STREAM, self.lake.schema_registry)
         for _ in range(max_rounds):
             before = (self.report.bronze_batches, self.groups.read().version)
             self._drain(BRONZE_STREAM, lambda: self._start_bronze(available_now=True))
@@ -156,7 +142,7 @@ class Supervisor:
             query = start()
             query.awaitTermination()
         except Exception as error:  # noqa: BLE001 - a failed stream is reported, others go on
-            self._failed(name, _first_line(error))
+            self._failed(name, first_line(error))
         finally:
             if query is not None:
                 query.stop()
@@ -167,68 +153,25 @@ class Supervisor:
 
     def run_for(self, seconds: float | None) -> RunReport:
         """Run continuously for `seconds` (None: until interrupted), supervising every query."""
-        if self.monitor is not None:
-            self.monitor.register_source_table(MANAGEMENT_STREAM, self.lake.schema_registry)
-        self._supervise(BRONZE_STREAM, lambda: self._start_bronze(available_now=False))
-        self._supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False))
-        deadline = None if seconds is None else time.monotonic() + seconds
+        self.events.stream_reads_table(MANAGEMENT_STREAM, self.lake.schema_registry)
+        started = time.monotonic()
+        self.restarts.supervise(BRONZE_STREAM, lambda: self._start_bronze(available_now=False), started)
+        self.restarts.supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False), started)
+        deadline = None if seconds is None else started + seconds
         try:
             while not self._stop_requested.is_set() and (deadline is None or time.monotonic() < deadline):
                 for group in self.groups.read().groups:
                     name = silver_stream(group)
                     if name not in self.supervised:
                         self.log(f"starting {name}")
-                        self._supervise(name, lambda g=group: self._start_group(g, available_now=False))
-                self._tick()
+                        self.restarts.supervise(
+                            name, lambda g=group: self._start_group(g, available_now=False), time.monotonic()
+                        )
+                self.restarts.tick(time.monotonic())
                 self._stop_requested.wait(1.0)
         finally:
             self.stop()
         return self.report
 
-    def _supervise(self, name: str, start: Callable[[], "StreamingQuery"]) -> None:
-        entry = Supervised(name, start)
-        self.supervised[name] = entry
-        self._start(entry, time.monotonic())
-
-    def _tick(self) -> None:
-        now = time.monotonic()
-        for entry in self.supervised.values():
-            if entry.held:
-                continue
-            if entry.query is not None and not entry.query.isActive:
-                error = entry.query.exception()
-                entry.query = None
-                message = _first_line(error) if error else "stopped"
-                if INCOMPATIBLE_MARKER in message:
-                    entry.held = True
-                    self.report.failures.setdefault(entry.name, []).append(message)
-                    self.log(f"{entry.name} stopped (on_incompatible=fail_group): {message}")
-                    continue
-                self._back_off(entry, message, now)
-            if entry.query is None and now >= entry.next_start:
-                self._start(entry, now)
-
-    def _start(self, entry: Supervised, now: float) -> None:
-        try:
-            entry.query = entry.start()
-        except Exception as error:  # noqa: BLE001 - a query that cannot start is retried like a failed one
-            self._back_off(entry, _first_line(error), now)
-
-    def _back_off(self, entry: Supervised, message: str, now: float) -> None:
-        entry.failures += 1
-        entry.last_error = message
-        self.report.failures.setdefault(entry.name, []).append(message)
-        backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
-        entry.next_start = now + backoff
-        self.log(f"{entry.name} failed ({message}); restarting in {backoff:.0f}s")
-
     def stop(self) -> None:
-        for entry in self.supervised.values():
-            if entry.query is not None:
-                entry.query.stop()
-        self.supervised.clear()
-
-
-def _first_line(error: BaseException) -> str:
-    """The line of a query's failure an operator needs (the Python exception of a foreachBatch)."""
-    return exception_summary(str(error)) or type(error).__name__
+        self.restarts.stop()

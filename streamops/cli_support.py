@@ -1,4 +1,9 @@
-"""Pieces every subcommand shares, so flags and output look the same everywhere."""
+"""Pieces every subcommand shares, so flags, help and output look the same everywhere.
+
+Each package's `cli.py` has a `register(subcommands)` that adds its commands with these helpers;
+the root command (`streamops.cli`) finds those functions through entry points, so it imports
+no package above the core.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,36 @@ import sys
 from typing import Any, Callable, Sequence
 
 Handler = Callable[[argparse.Namespace], int]
+Subcommands = argparse._SubParsersAction
+"""What `ArgumentParser.add_subparsers` returns; argparse has no public name for it."""
+
+
+def add_command(
+    subcommands: Subcommands,
+    name: str,
+    *,
+    summary: str,
+    epilog: str,
+    handler: Handler | None = None,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A command shaped like every other: `summary` is its line in the parent's list, `description`
+    (default: the same) heads its own --help, and `epilog` holds examples, kept as written."""
+    parser = subcommands.add_parser(
+        name,
+        help=summary,
+        description=description or summary,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if handler is not None:
+        parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_subcommands(parser: argparse.ArgumentParser, dest: str) -> Subcommands:
+    """The subcommands of a command group (`streamops checkpoint doctor`): one is required."""
+    return parser.add_subparsers(dest=dest, metavar="SUBCOMMAND", required=True)
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import unquote
 
 import orjson
 from deltalake import DeltaTable
@@ -20,7 +21,6 @@ from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
 from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
-
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,18 @@ class LogRetention:
 
 def commit_file_name(version: int) -> str:
     return f"{version:020d}.json"
+
+
+def data_file_path(table: str | Path, path: str) -> str:
+    """Where the file of an `add` action lives.
+
+    Delta writes a relative path URL-encoded (a partition value `a b` is the directory `p=a%20b`
+    on disk and `p=a%2520b` in the log), so it is decoded once and joined to the table root;
+    absolute paths and URIs (shallow clones, object stores) are used as written.
+    """
+    if "://" in path or path.startswith("/"):
+        return path
+    return f"{str(table).rstrip('/')}/{unquote(path)}"
 
 
 def parse_commit(version: int, text: bytes) -> Commit:

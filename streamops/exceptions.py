@@ -29,3 +29,28 @@ class TableUnreadableError(StreamopsError):
 
 class VersionNotInLogError(StreamopsError):
     """A Delta commit the caller needs was removed by log cleanup (or never existed)."""
+
+
+class CheckpointError(StreamopsError):
+    """A Spark checkpoint, or one of its logs, cannot be read as the caller needs."""
+
+
+class CheckpointNotFoundError(CheckpointError):
+    """The path given as a checkpoint is missing or holds no checkpoint."""
+
+
+class MalformedLogFileError(CheckpointError):
+    """A checkpoint log file cannot be parsed (empty, truncated or not what Spark writes).
+
+    Readers turn it into a `LogProblem` so one bad file never hides the rest of a checkpoint;
+    only callers that need every entry (`read_file_source_log`) let it reach the user.
+    `kind` is one of metadata_log.ProblemKind.
+    """
+
+    def __init__(self, message: str, kind: str = "corrupt") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class NotAFileSourceLogError(CheckpointError):
+    """`sources/<id>` belongs to a source that is not Spark's file source (rate, Kafka, ...)."""

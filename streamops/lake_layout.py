@@ -17,8 +17,9 @@ MANAGEMENT_STREAM = "management"
 SILVER_STREAM_PREFIX = "silver_"
 DELTA_LOG_DIR = "_delta_log"
 
-EVENT_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-STREAM_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+EVENT_TYPE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+STREAM_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+"""Names that become directories. Matched whole (`fullmatch`): a trailing newline is not a name."""
 
 
 class InvalidNameError(StreamopsError):
@@ -27,7 +28,7 @@ class InvalidNameError(StreamopsError):
 
 def is_valid_event_type(name: object) -> bool:
     """True when `name` can name a silver table directory without escaping the lake."""
-    return isinstance(name, str) and bool(EVENT_TYPE_PATTERN.match(name)) and ".." not in name
+    return isinstance(name, str) and bool(EVENT_TYPE_PATTERN.fullmatch(name)) and ".." not in name
 
 
 def silver_stream(group: str) -> str:
@@ -35,12 +36,22 @@ def silver_stream(group: str) -> str:
     return SILVER_STREAM_PREFIX + group
 
 
+def group_of(stream: str) -> str:
+    """The event group a silver stream serves (`silver_g0001` -> `g0001`); "" for the others."""
+    return stream[len(SILVER_STREAM_PREFIX) :] if stream.startswith(SILVER_STREAM_PREFIX) else ""
+
+
 def _checked(name: str, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(name, str) or not pattern.match(name) or ".." in name:
+    if not isinstance(name, str) or not pattern.fullmatch(name) or ".." in name:
         raise InvalidNameError(
-            f"`{name}` is not a valid {what}: use letters, digits, '_', '.', '-' (max 128, no '..')"
+            f"`{_printable(name)}` is not a valid {what}: use letters, digits, '_', '.', '-' (max 128, no '..')"
         )
     return name
+
+
+def _printable(name: object) -> str:
+    """The name as one line: control characters from a hostile record are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(name))
 
 
 @dataclass(frozen=True)

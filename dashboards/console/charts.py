@@ -11,16 +11,17 @@ import altair as alt
 import pandas as pd
 
 from monitor.progress_log import PHASE_COLUMNS
+from monitor.status_severity import StatusColor
 
 SMALL_HEIGHT = 140
-STATUS_COLORS = {
-    "failed": "#d62728",
-    "stalled": "#d62728",
-    "lagging": "#ff7f0e",
-    "stopped": "#7f7f7f",
-    "ok": "#2ca02c",
-    "idle": "#1f77b4",
+COLOR_HEX: dict[StatusColor, str] = {
+    "red": "#d62728",
+    "orange": "#ff7f0e",
+    "gray": "#7f7f7f",
+    "green": "#2ca02c",
+    "blue": "#1f77b4",
 }
+"""The console's shade of each status colour (where CSS, not Streamlit markdown, paints it)."""
 BATCH_PHASES_SHOWN = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 """The parts of a trigger (triggerExecution is their total, drawn as the bar's outline)."""
 

@@ -14,8 +14,9 @@ from typing import Literal, get_args
 
 import pandas as pd
 
-from monitor.fleet_status import SEVERITY, StreamStatusRow
-from streamops.lake_layout import SILVER_STREAM_PREFIX
+from monitor.fleet_status import StreamStatusRow
+from monitor.status_severity import SEVERITY
+from streamops.lake_layout import group_of
 
 SortKey = Literal[
     "severity",
@@ -29,9 +30,6 @@ SortKey = Literal[
     "stream",
 ]
 SORT_KEYS: tuple[str, ...] = get_args(SortKey)
-ATTENTION: tuple[str, ...] = ("failed", "stalled")
-"""Statuses that need a human now: shown red and listed above everything else."""
-WARNING: tuple[str, ...] = ("lagging",)
 COLUMNS = [
     "status",
     "stream",
@@ -47,11 +45,6 @@ COLUMNS = [
     "processed_rows_per_second",
     "reason",
 ]
-
-
-def group_of(stream: str) -> str:
-    """The event group a silver stream serves (`silver_g0001` -> `g0001`); "" for the others."""
-    return stream[len(SILVER_STREAM_PREFIX) :] if stream.startswith(SILVER_STREAM_PREFIX) else ""
 
 
 def fleet_frame(rows: Sequence[StreamStatusRow], now: float | None = None) -> pd.DataFrame:

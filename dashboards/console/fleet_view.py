@@ -12,9 +12,7 @@ import streamlit as st
 
 from dashboards.console import charts, lake_reads
 from dashboards.console.fleet_table import (
-    ATTENTION,
     SORT_KEYS,
-    WARNING,
     FleetFilter,
     fleet_frame,
     page_count,
@@ -22,8 +20,9 @@ from dashboards.console.fleet_table import (
     sort_fleet,
     status_counts,
 )
-from dashboards.console.page_shell import STATUS_MARKDOWN_COLOR, open_lake, page_path, plain
-from monitor.fleet_status import SEVERITY, StreamStatusRow
+from dashboards.console.page_shell import open_lake, page_path, plain
+from monitor.fleet_status import StreamStatusRow
+from monitor.status_severity import ATTENTION, SEVERITY, WARNING, status_color
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
 
@@ -104,7 +103,7 @@ def _counts(counts: dict[str, int]) -> None:
         with column.container(border=True):
             st.caption(status)
             count = counts[status]
-            color = STATUS_MARKDOWN_COLOR[status] if count and status in ATTENTION + WARNING else "gray"
+            color = status_color(status) if count and status in ATTENTION + WARNING else "gray"
             st.markdown(f"## :{color}[{count}]")
 
 
@@ -156,7 +155,7 @@ def _table(rows: list[StreamStatusRow], judged_at: float) -> None:
 
 
 def _status_style(status: str) -> str:
-    color = charts.STATUS_COLORS.get(status, "#7f7f7f")
+    color = charts.COLOR_HEX[status_color(status)]
     return f"color: {color}; font-weight: bold"
 
 

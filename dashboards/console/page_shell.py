@@ -1,7 +1,7 @@
 """What every console page shares: opening the lake, the sidebar, and how values read.
 
-Colours carry meaning and only that: red is "a human must act now" (failed, stalled, errors),
-orange is "watch it" (lagging, warnings), everything else stays quiet.
+Colours carry meaning and only that (monitor/status_severity.py): red is "a human must act now"
+(failed, stalled, errors), orange is "watch it" (lagging, warnings), everything else stays quiet.
 """
 
 from __future__ import annotations
@@ -12,17 +12,10 @@ from pathlib import Path
 import streamlit as st
 
 from dashboards.console import lake_reads
+from monitor.status_severity import status_color
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
 
-STATUS_MARKDOWN_COLOR = {
-    "failed": "red",
-    "stalled": "red",
-    "lagging": "orange",
-    "stopped": "gray",
-    "ok": "green",
-    "idle": "blue",
-}
 SEVERITY_MARKDOWN_COLOR = {"error": "red", "warning": "orange", "info": "blue"}
 PAGE_DIR = Path(__file__).parent
 
@@ -58,7 +51,7 @@ def plain(text: str) -> str:
 
 
 def status_badge(status: str) -> str:
-    return f":{STATUS_MARKDOWN_COLOR.get(status, 'gray')}[**{status.upper()}**]"
+    return f":{status_color(status)}[**{status.upper()}**]"
 
 
 def severity_badge(severity: str | None) -> str:

@@ -28,7 +28,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from pipeline.exceptions import PipelineConfigError
-from streamops.delta_log import DeltaLog
+from streamops.delta_log import DeltaLog, data_file_path
 from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
 
 FORMAT_NAME = "streamops_delta"
@@ -169,7 +169,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not groups or group_bytes >= TARGET_PARTITION_BYTES:
                 groups.append([])
                 group_bytes = 0
-            groups[-1].append((_absolute(self.path, indexed.file.path), indexed.file.partition_values))
+            groups[-1].append((data_file_path(self.path, indexed.file.path), indexed.file.partition_values))
             group_bytes += indexed.file.size
         return [DeltaFilesPartition(group) for group in groups]
 
@@ -203,14 +203,6 @@ def conform(table: pa.Table, target: pa.Schema, partition_values: dict[str, str 
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(columns, schema=target)
-
-
-def _absolute(table: str, path: str) -> str:
-    if "://" in path or path.startswith("/"):
-        return path
-    from urllib.parse import unquote
-
-    return f"{table.rstrip('/')}/{unquote(path)}"
 
 
 def _required_path(options: Any) -> str:

@@ -12,7 +12,7 @@ from pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
 from pipeline.generator.landing_writer import MANIFEST_NAME
 from pipeline.generator.run import Progress, generate
 from pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
-from streamops.cli_support import add_json_option, format_table, print_json
+from streamops.cli_support import Subcommands, add_command, add_json_option, format_table, print_json
 
 EXAMPLES = """examples:
   streamops generate --out landing --events 100000 --event-types 300 --json
@@ -22,17 +22,18 @@ EXAMPLES = """examples:
 PROGRESS_INTERVAL_SECONDS = 0.95
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `generate` to the `streamops` root parser."""
-    parser = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    """Add `streamops generate`."""
+    parser = add_command(
+        subcommands,
         "generate",
-        help="write drifting game-telemetry NDJSON files and a ground-truth manifest",
+        summary="write drifting game-telemetry NDJSON files and a ground-truth manifest",
         description=(
             "Write NDJSON game-telemetry events into DIR with controlled schema drift and bad "
             f"records, plus DIR/{MANIFEST_NAME}: the counts the lake must hold afterwards."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=handle,
     )
     parser.add_argument("--out", required=True, type=Path, help="landing directory (created; must not hold a run)")
     parser.add_argument("--events", required=True, type=int, help="lines to write, bad records included")
@@ -58,7 +59,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(parser)
     parser.error = _one_line_error(parser)  # type: ignore[method-assign]
-    parser.set_defaults(handler=handle)
 
 
 def _one_line_error(parser: argparse.ArgumentParser):

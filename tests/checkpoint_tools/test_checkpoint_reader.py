@@ -6,10 +6,10 @@ from itertools import pairwise
 
 import pytest
 
-from checkpoint_tools.checkpoint_reader import read_checkpoint, read_query_id
-from checkpoint_tools.exceptions import CheckpointNotFoundError
 from checkpoint_tools.inspection import inspect_checkpoint
-from checkpoint_tools.metadata_log import crc_problem, list_log, write_log_file
+from streamops.checkpoint_reader import read_checkpoint, read_query_id
+from streamops.exceptions import CheckpointNotFoundError
+from streamops.metadata_log import crc_problem, list_log, write_log_file
 
 
 def test_delta_checkpoint(delta_world):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from checkpoint_tools.findings import CATALOG
-from checkpoint_tools.metadata_log import write_log_file
 from streamops.cli import main
+from streamops.metadata_log import write_log_file
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"

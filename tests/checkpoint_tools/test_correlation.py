@@ -10,8 +10,8 @@ from checkpoint_worlds import append_versions
 from deltalake import DeltaTable, write_deltalake
 
 from checkpoint_tools.correlation import correlate
-from checkpoint_tools.metadata_log import remove_log_file
 from streamops.delta_log import DeltaLog
+from streamops.metadata_log import remove_log_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RESERVOIR = "f3b2a7c4-61d2-4a7e-9c2e-5d0e8b1a9f10"

@@ -18,10 +18,10 @@ from checkpoint_tools.checkpoint_checks import (
 )
 from checkpoint_tools.doctor import DoctorTarget, diagnose, diagnose_lake
 from checkpoint_tools.doctor_context import DoctorSettings
-from checkpoint_tools.metadata_log import remove_log_file, write_log_file
 from pipeline.delta_connector.batch_writer import write_batch
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.delta_log import DeltaLog
+from streamops.metadata_log import remove_log_file, write_log_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HOUR = 3600.0

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from checkpoint_worlds import FILE_COMPACT_INTERVAL, build_file_world
 
-from checkpoint_tools.exceptions import (
+from streamops.exceptions import (
     CheckpointNotFoundError,
     MalformedLogFileError,
     NotAFileSourceLogError,
 )
-from checkpoint_tools.file_source_log import (
+from streamops.file_source_log import (
     FileSourceEntry,
     read_file_source_log,
     scan_file_source_log,

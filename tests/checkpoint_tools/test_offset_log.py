@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_tools.checkpoint_reader import read_checkpoint
-from checkpoint_tools.exceptions import MalformedLogFileError
-from checkpoint_tools.metadata_log import list_log
-from checkpoint_tools.offset_log import (
+from streamops.checkpoint_reader import read_checkpoint
+from streamops.delta_offsets import DeltaSourceOffset
+from streamops.exceptions import MalformedLogFileError
+from streamops.metadata_log import list_log
+from streamops.offset_log import (
     classify_offset,
     kafka_regressions,
     parse_offsets,
 )
-from streamops.delta_offsets import DeltaSourceOffset
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -21,10 +21,10 @@ from checkpoint_worlds import (
 from checkpoint_tools.correlation import correlate
 from checkpoint_tools.doctor import DoctorTarget, diagnose
 from checkpoint_tools.exceptions import RewindError
-from checkpoint_tools.metadata_log import remove_log_file
 from checkpoint_tools.rewind import apply_rewind, plan_rewind
 from pipeline.delta_connector.batch_writer import write_batch
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.metadata_log import remove_log_file
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, float]]:

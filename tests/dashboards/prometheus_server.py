@@ -8,28 +8,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import yaml
+from ports import free_port
+from waiting import wait_until
 
 from dashboards.prometheus_rules import scrape_document
 
 SCRAPE_INTERVAL = "1s"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -56,12 +50,6 @@ class PrometheusServer:
         active = self.get("/api/v1/targets")["data"]["activeTargets"]
         return bool(active) and all(target["health"] == "up" for target in active)
 
-    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"Prometheus: timed out after {timeout}s waiting for {what}")
-            time.sleep(0.5)
 
 
 def _ready(url: str) -> bool:
@@ -97,11 +85,8 @@ def running_prometheus(work_dir: Path, targets: Sequence[str]) -> Iterator[Prome
         )
     server = PrometheusServer(f"http://127.0.0.1:{port}", log)
     try:
-        deadline = time.monotonic() + 30
-        while not _ready(server.url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"Prometheus did not start:\n{log.read_text()}")
-            time.sleep(0.2)
+        wait_until(lambda: _ready(server.url) or process.poll() is not None, 30, "Prometheus to start", 0.2)
+        assert process.poll() is None, f"Prometheus did not start:\n{log.read_text()}"
         yield server
     finally:
         process.terminate()

@@ -16,10 +16,12 @@ import time
 import urllib.parse
 
 import pytest
+from prometheus_server import PrometheusServer, running_prometheus
+from waiting import wait_until
 
 from dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
-from dashboards.expression_inventory import UsedQuery, interpolate, used_queries
 from dashboards.exposition import sample_name
+from dashboards.expression_inventory import UsedQuery, interpolate, used_queries
 from monitor.metric_catalog import STREAM_UP
 from monitor.stream_monitor import StreamMonitor
 from pipeline.delta_connector.connector import EmbeddedDelta
@@ -28,7 +30,6 @@ from pipeline.generator.settings import GeneratorSettings
 from pipeline.pipeline_events import MonitorEvents
 from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
-from prometheus_server import PrometheusServer, running_prometheus
 from streamops.lake_layout import LakeLayout
 
 DATA_DEADLINE_SECONDS = 120
@@ -95,13 +96,13 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 silver=SilverSettings(types_per_group=10),
             )
             supervisor = Supervisor(
-                spark, settings, EmbeddedDelta(), MonitorEvents(monitor), monitor, log=lambda line: None
+                spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda line: None
             )
             runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
             started = time.monotonic()
             runner.start()
             try:
-                prometheus.wait_until(prometheus.targets_up, 30, "the exporter to be scraped")
+                wait_until(prometheus.targets_up, 30, "Prometheus to scrape the exporter", 0.5)
                 pending = {(q.file, q.where): q for q in queries}
                 problems: dict[tuple[str, str], str] = {}
                 while pending and time.monotonic() - started < DATA_DEADLINE_SECONDS:

@@ -7,9 +7,8 @@ Re-record with `python tests/monitor/fixtures/record_fixtures.py`.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 from deltalake import write_deltalake
@@ -49,16 +48,6 @@ def replay(fleet: Fleet, name: str, until_batch: int | None = None, skip_termina
             break
         fleet.apply(event, reading)
     return fleet
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 40.0, what: str = "condition") -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def append(table: Path, start: int, rows: int = 10) -> None:

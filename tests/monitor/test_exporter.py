@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from monitor import metric_catalog as catalog
 from monitor.exporter import FleetCollector
-from monitor.fleet import Fleet
+from monitor.fleet import Fleet, TableCommit
 from monitor.progress_event import QueryProgress
 
 NOW = 2_000_000_000.0
@@ -68,8 +68,8 @@ def test_stream_families_carry_the_recorded_values():
 
 def test_pushed_facts_become_event_type_quarantine_and_freshness_families():
     fleet = replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True)
-    fleet.record_table_commit("login", "core", 40, NOW - 30, 3, NOW - 45)
-    fleet.record_table_commit("login", "core", 2, NOW - 10, 4, NOW - 12)
+    fleet.record_table_commit(TableCommit("login", "core", 40, NOW - 30, 3, NOW - 45))
+    fleet.record_table_commit(TableCommit("login", "core", 2, NOW - 10, 4, NOW - 12))
     fleet.record_stream_event_time("delta_stream", NOW - 7)
     fleet.record_quarantine("bronze", "malformed_json", 3)
     fleet.record_quarantine("bronze", "malformed_json", 2)
@@ -105,7 +105,7 @@ def test_a_stopped_stream_is_down_and_silver_streams_carry_their_group():
 
 def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     fleet = replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True)
-    fleet.record_table_commit("login", "core", 1, NOW, 1, NOW - 1)
+    fleet.record_table_commit(TableCommit("login", "core", 1, NOW, 1, NOW - 1))
     fleet.record_stream_event_time("delta_stream", NOW - 1)
     fleet.record_quarantine("bronze", "malformed_json", 1)
     fleet.record_schema_alert("login")

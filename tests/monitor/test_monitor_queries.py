@@ -14,10 +14,12 @@ import urllib.request
 
 import pytest
 from deltalake import DeltaTable
-from monitor_fixtures import append, delta_stream, rows_read, wait_for
+from monitor_fixtures import append, delta_stream, rows_read
 from prometheus_client.parser import text_string_to_metric_families
+from waiting import wait_until
 
 from monitor import metric_catalog as catalog
+from monitor.fleet import TableCommit
 from monitor.progress_log import ProgressLog
 from monitor.status_rules import StatusPolicy
 from monitor.stream_monitor import StreamMonitor
@@ -45,7 +47,7 @@ def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake
             .start()
         )
         try:
-            wait_for(lambda: rows_read(query) == 30, what="30 rows read")
+            wait_until(lambda: rows_read(query) == 30, what="30 rows read")
         finally:
             query.stop()
     finally:
@@ -96,10 +98,10 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
             .start()
         )
         try:
-            wait_for(lambda: rows_read(query) == 30, what="30 rows read")
+            wait_until(lambda: rows_read(query) == 30, what="30 rows read")
             assert monitor.flush()
             now = time.time()
-            monitor.record_table_commit("login", "core", 30, now - 2, 3, now - 20)
+            monitor.record_table_commit(TableCommit("login", "core", 30, now - 2, 3, now - 20))
             monitor.record_stream_event_time("scraped_stream", now - 5)
             monitor.record_quarantine("scraped_stream", "malformed_json", 4)
             monitor.record_schema_alert("login")
@@ -107,7 +109,7 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
         finally:
             query.stop()
         after_stop = monitor.registry.get_sample_value
-        wait_for(
+        wait_until(
             lambda: monitor.flush() and after_stop(catalog.STREAM_UP.name, {"stream": "scraped_stream"}) == 0,
             what="the termination event (Spark's listener bus delivers it asynchronously)",
         )
@@ -190,9 +192,9 @@ def test_a_slowed_stream_becomes_lagging(spark, lake):
             .start()
         )
         try:
-            wait_for(lambda: query.lastProgress is not None, what="a first batch")
+            wait_until(lambda: query.lastProgress is not None, what="a first batch")
             writer.start()
-            wait_for(lambda: status_of(monitor, "slowed_stream") == "lagging", what="LAGGING")
+            wait_until(lambda: status_of(monitor, "slowed_stream") == "lagging", what="LAGGING")
             assert monitor.stream_status("slowed_stream").reason.startswith("backlog grew from")
         finally:
             stop_writing.set()
@@ -226,10 +228,10 @@ def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
             .start()
         )
         try:
-            wait_for(lambda: rows_read(query) == 40, what="the first 4 batches")
+            wait_until(lambda: rows_read(query) == 40, what="the first 4 batches")
             append(table, 100)
             append(table, 200)
-            verdict = wait_for(
+            verdict = wait_until(
                 lambda: (v := monitor.stream_status("blocked_stream")) and v.status == "stalled" and v,
                 what="STALLED",
             )
@@ -297,7 +299,7 @@ def test_a_drained_stream_is_idle(spark, lake):
         )
         spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
         try:
-            wait_for(lambda: status_of(monitor, "drained_stream") == "idle", what="IDLE")
+            wait_until(lambda: status_of(monitor, "drained_stream") == "idle", what="IDLE")
             assert rows_read(query) == 20
             assert (
                 monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, {"stream": "drained_stream"})
@@ -344,12 +346,12 @@ def test_a_file_source_backlog_comes_from_its_checkpoint_log(spark, lake, tmp_pa
         try:
             value = monitor.registry.get_sample_value
             files = catalog.BACKLOG_FILES.name
-            wait_for(lambda: value(files, {"stream": "bronze"}) == 2, what="2 files waiting")
+            wait_until(lambda: value(files, {"stream": "bronze"}) == 2, what="2 files waiting")
             assert value(catalog.BACKLOG_BYTES.name, {"stream": "bronze"}) == 2 * sizes[0]
             assert value(catalog.BACKLOG_SECONDS.name, {"stream": "bronze"}) > 0
             gate.set()
-            wait_for(lambda: rows_read(query) == 15, what="all 3 files read")
-            wait_for(lambda: value(files, {"stream": "bronze"}) == 0, what="no file waiting")
+            wait_until(lambda: rows_read(query) == 15, what="all 3 files read")
+            wait_until(lambda: value(files, {"stream": "bronze"}) == 0, what="no file waiting")
         finally:
             gate.set()
             query.stop()

@@ -7,7 +7,8 @@ import threading
 import time
 
 import pytest
-from monitor_fixtures import append, delta_stream, rows_read, wait_for
+from monitor_fixtures import append, delta_stream, rows_read
+from waiting import wait_until
 
 from monitor import metric_catalog as catalog
 from monitor.fleet_status import fleet_status
@@ -50,7 +51,7 @@ def stopped_lake(spark, tmp_path_factory):
             .queryName("done_stream")
             .start()
         )
-        wait_for(lambda: rows_read(done) == 20, what="done_stream read")
+        wait_until(lambda: rows_read(done) == 20, what="done_stream read")
         done.stop()
 
         failing = (
@@ -84,14 +85,14 @@ def stopped_lake(spark, tmp_path_factory):
             .start()
         )
         running.append(blocked_query)
-        wait_for(lambda: rows_read(blocked_query) == 20, what="blocked_cli's first batches")
+        wait_until(lambda: rows_read(blocked_query) == 20, what="blocked_cli's first batches")
         append(blocked_table, 100)
         append(blocked_table, 200)
         value = monitor.registry.get_sample_value
-        wait_for(
+        wait_until(
             lambda: value(catalog.BACKLOG_FILES.name, {"stream": "blocked_cli"}) == 2, what="backlog seen"
         )
-        wait_for(lambda: monitor.stream_status("quiet_cli").status == "idle", what="quiet_cli idle")
+        wait_until(lambda: monitor.stream_status("quiet_cli").status == "idle", what="quiet_cli idle")
     finally:
         spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
         monitor.stop()  # the "pipeline" goes away without recording the running queries' end
@@ -203,7 +204,7 @@ def test_a_run_without_batches_keeps_the_streams_last_batch(spark, tmp_path):
                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
             )
             query.awaitTermination(60)
-        wait_for(
+        wait_until(
             lambda: monitor.flush() and any(r.stream == "rerun_stream" and r.status == "stopped" for r in fleet_status(lake)),
             what="both runs in the progress log",
         )

@@ -10,7 +10,6 @@ import pytest
 from monitor_fixtures import fixture_text, recorded_sequence, replay
 
 from monitor.fleet import Fleet, StreamView
-from monitor.fleet_status import SEVERITY
 from monitor.metric_catalog import STREAM_STATUSES
 from monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
 from monitor.status_rules import (
@@ -21,6 +20,7 @@ from monitor.status_rules import (
     evaluate,
     typical_interval,
 )
+from monitor.status_severity import SEVERITY
 from streamops.backlog import Backlog
 
 SHORT = StatusPolicy(window=5, min_batches=3)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
+from waiting import wait_until
 
 from pipeline.delta_connector.batch_writer import SchemaMismatchError, write_batch
 from pipeline.delta_connector.connector import connector_for
@@ -285,7 +285,7 @@ def test_starting_version_latest_replays_its_first_batch_exactly(spark, tmp_path
         .trigger(processingTime="0.5 seconds").start()
     )
     try:
-        time.sleep(3)
+        wait_until(lambda: query.lastProgress is not None, 60, "the first trigger, which fixes `latest`")
         add_version(table, 10, files=1)
         with pytest.raises(StreamingQueryException, match="crash in the first batch"):
             query.awaitTermination(60)

@@ -10,24 +10,20 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 from deltalake import DeltaTable
+from ports import free_port
+from waiting import wait_until
 
 from pipeline.demo import DemoOptions
 from pipeline.exceptions import DemoError
 from streamops.lake_layout import LakeLayout
 
 URL_LINE = re.compile(r"^\s+(console|metrics)\s+(http://\S+)$")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Demo:
@@ -54,14 +50,15 @@ class Demo:
             self.lines.append(line.rstrip("\n"))
 
     def wait_for_line(self, pattern: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def first_match() -> str | None:
             found = [line for line in self.lines if re.search(pattern, line)]
-            if found:
-                return found[0]
-            assert self.process.poll() is None, f"demo exited early: {self.lines}"
-            time.sleep(0.2)
-        raise AssertionError(f"no line matching {pattern!r} within {timeout}s: {self.lines}")
+            assert found or self.process.poll() is None, "the demo exited early"
+            return found[0] if found else None
+
+        try:
+            return wait_until(first_match, timeout, f"a line matching {pattern!r}", 0.2)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the demo printed: {self.lines}") from None
 
     def urls(self) -> dict[str, str]:
         return {m.group(1): m.group(2) for line in self.lines if (m := URL_LINE.match(line))}
@@ -82,15 +79,16 @@ def get(url: str) -> tuple[int, str]:
         return answer.status, answer.read().decode(errors="replace")
 
 
-def wait_for_sample(url: str, sample: str, timeout: float) -> bool:
-    """Streams appear in the metrics once their queries start, a little after the exporter."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, metrics = get(url)
-        if status == 200 and sample in metrics:
-            return True
-        time.sleep(1)
-    return False
+def group_ended(pgid: int) -> bool:
+    """No live process is left in the demo's group, so nothing of it (the load included) can
+    still write; a zombie waiting for its reaper runs no code."""
+    for process in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
+                return False
+        except ProcessLookupError:
+            continue
+    return True
 
 
 def port_closed(port: int) -> bool:
@@ -118,7 +116,9 @@ def test_demo_serves_console_and_metrics_then_stops_after_its_duration(tmp_path)
         status, page = get(urls["console"] + "/")
         assert status == 200 and "<title>" in page
         assert get(urls["console"] + "/_stcore/health") == (200, "ok")
-        assert wait_for_sample(urls["metrics"], 'streamops_stream_up{stream="bronze"} 1.0', 60)
+        # streams appear in the metrics once their queries start, a little after the exporter
+        sample = 'streamops_stream_up{stream="bronze"} 1.0'
+        wait_until(lambda: sample in get(urls["metrics"])[1], 60, sample, 1)
         demo.wait_for_line(r"^first silver commit \(.*\) \d+s after start$", 60)
     finally:
         code = demo.finish(timeout=180)
@@ -138,10 +138,7 @@ def test_ctrl_c_stops_load_pipeline_and_console_and_exits_0(tmp_path):
         code = demo.finish(timeout=120)
     assert code == 0, demo.lines
     assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
-    landing = tmp_path / "demo" / "landing"
-    files = len(list(landing.iterdir()))
-    time.sleep(2)
-    assert len(list(landing.iterdir())) == files, "the load stopped with the demo"
+    wait_until(lambda: group_ended(demo.process.pid), 10, "every process of the demo to end")
     assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))
 
 

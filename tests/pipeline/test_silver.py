@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from small_landing import event, silver_count, write_events
+from waiting import wait_until
 
+from pipeline.column_names import NESTED_SEPARATOR
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.column_names import NESTED_SEPARATOR
 from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
@@ -143,31 +144,6 @@ def test_every_silver_row_traces_back_to_bronze(drained):
     assert batches and all(json.loads(h[commit_metadata.SOURCE_END])["reservoirVersion"] >= 0 for h in batches)
 
 
-def write_events(landing: Path, name: str, events: list[dict]) -> None:
-    landing.mkdir(parents=True, exist_ok=True)
-    temporary = landing / f".{name}.tmp"
-    temporary.write_text("".join(json.dumps(e) + "\n" for e in events))
-    temporary.rename(landing / name)
-
-
-def event(event_type: str, i: int, **fields) -> dict:
-    return {"event_type": event_type, "event_id": f"{event_type}-{i}", "event_time": "2026-11-22T10:00:00Z", **fields}
-
-
-def wait_for(condition, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not met in time")
-
-
-def silver_count(lake: LakeLayout, event_type: str) -> int:
-    path = lake.silver(event_type)
-    return DeltaTable(str(path)).count() if DeltaTable.is_deltatable(str(path)) else 0
-
-
 def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_path):
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_events(landing, "1.ndjson", [event("a", i, n=i) for i in range(5)] + [event("b", i, s="x") for i in range(3)])
@@ -175,10 +151,10 @@ def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_pat
     runner = threading.Thread(target=running.run_for, args=(75,), daemon=True)
     runner.start()
     try:
-        wait_for(lambda: silver_count(lake, "a") == 5 and silver_count(lake, "b") == 3)
+        wait_until(lambda: silver_count(lake, "a") == 5 and silver_count(lake, "b") == 3, 90, "silver a and b", 0.5)
         bronze_query = running.supervised["bronze"].query
         write_events(landing, "2.ndjson", [event("c", i, flag=True) for i in range(4)] + [event("a", 9, n=9, extra="e")])
-        wait_for(lambda: silver_count(lake, "c") == 4 and silver_count(lake, "a") == 6)
+        wait_until(lambda: silver_count(lake, "c") == 4 and silver_count(lake, "a") == 6, 90, "the new type c", 0.5)
         assert running.supervised["bronze"].query is bronze_query, "bronze was not restarted"
         assert "silver_g0002" in running.supervised, "c went to a new group, served by a new query"
         assert "extra" in {f.name for f in DeltaTable(str(lake.silver("a"))).schema().fields}

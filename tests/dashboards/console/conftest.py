@@ -48,7 +48,7 @@ def built_lake(spark, tmp_path_factory) -> BuiltLake:
             bronze_max_files=2,
             silver=SilverSettings(types_per_group=3),
         )
-        supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), monitor, log=lambda _: None)
+        supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda _: None)
         report = supervisor.run_until_idle()
         assert report.failures == {}
         _run_failing_query(spark, lake)

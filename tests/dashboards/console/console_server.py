@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,9 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from ports import free_port
+from waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -27,25 +29,18 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def wait_for_http(url: str, timeout: float, expect: bytes | None = None) -> bytes:
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
+    """The body of the first 200 answer from `url` (holding `expect`); the server may still be starting."""
+
+    def answer() -> bytes | None:
         try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                body = answer.read()
-                if answer.status == 200 and (expect is None or expect in body):
-                    return body
-        except OSError as error:
-            last_error = error
-        time.sleep(0.3)
-    raise AssertionError(f"{url} did not answer within {timeout}s: {last_error}")
+            with urllib.request.urlopen(url, timeout=5) as response:
+                body = response.read()
+        except OSError:
+            return None
+        return body if response.status == 200 and (expect is None or expect in body) else None
+
+    return wait_until(answer, timeout, f"{url} to answer", 0.3)
 
 
 @dataclass(frozen=True)

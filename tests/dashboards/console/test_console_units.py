@@ -10,15 +10,15 @@ from recorded_fleet import intended_status, write_recorded_fleet
 from dashboards.console.fleet_table import (
     FleetFilter,
     fleet_frame,
-    group_of,
     page_count,
     page_of,
     sort_fleet,
     status_counts,
 )
 from dashboards.console.schema_diff import FieldChange, diff_schemas, flatten_schema
-from monitor.fleet_status import SEVERITY, fleet_status
-from streamops.lake_layout import LakeLayout
+from monitor.fleet_status import fleet_status
+from monitor.status_severity import SEVERITY
+from streamops.lake_layout import LakeLayout, group_of
 
 
 def struct(**fields) -> dict:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from checkpoint_tools.exceptions import MalformedLogFileError
+from streamops.exceptions import MalformedLogFileError
 
 ProblemKind = Literal[
     "empty", "truncated", "corrupt", "crc_mismatch", "unknown_version", "unreadable", "missing"

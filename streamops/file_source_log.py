@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from checkpoint_tools.exceptions import (
+from streamops.exceptions import (
     CheckpointNotFoundError,
     MalformedLogFileError,
     NotAFileSourceLogError,
 )
-from checkpoint_tools.metadata_log import (
+from streamops.metadata_log import (
     LogFile,
     LogListing,
     LogProblem,

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import orjson
 
-from checkpoint_tools.exceptions import MalformedLogFileError
-from checkpoint_tools.metadata_log import LogFile, LogProblem, read_versioned
 from streamops.delta_offsets import DeltaSourceOffset
+from streamops.exceptions import MalformedLogFileError
+from streamops.metadata_log import LogFile, LogProblem, read_versioned
 
 SourceKind = Literal["delta", "file", "kafka", "rate_micro_batch", "number", "unknown", "none"]
 OFFSET_LOG_VERSIONS = (1,)

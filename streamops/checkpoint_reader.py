@@ -18,29 +18,30 @@ import os
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 import orjson
 
-from checkpoint_tools.exceptions import (
+from streamops.exceptions import (
     CheckpointNotFoundError,
     MalformedLogFileError,
     NotAFileSourceLogError,
 )
-from checkpoint_tools.file_source_log import (
+from streamops.file_source_log import (
     SOURCES_DIR,
     FileSourceLog,
     is_file_source_log,
     scan_file_source_log,
 )
-from checkpoint_tools.metadata_log import (
+from streamops.metadata_log import (
+    LogFile,
     LogListing,
     LogProblem,
     as_problem,
     crc_problem,
     list_log,
 )
-from checkpoint_tools.offset_log import (
+from streamops.offset_log import (
     NONE_OFFSET,
     CommitBatch,
     OffsetBatch,
@@ -204,35 +205,9 @@ def read_checkpoint(
     if last_batches is not None and offsets_listing.latest is not None:
         window_start = max(0, offsets_listing.latest.batch_id - last_batches + 1)
     problems: list[LogProblem] = []
-    offsets: dict[int, OffsetBatch] = {}
     first_needed = None if window_start is None else window_start - 1
-    for log_file in offsets_listing.files:
-        if first_needed is not None and log_file.batch_id < first_needed:
-            continue
-        try:
-            batch = parse_offsets(log_file)
-            offsets[batch.batch_id] = batch
-            if batch.version_problem:
-                problems.append(batch.version_problem)
-        except MalformedLogFileError as error:
-            problems.append(as_problem(log_file.path, error))
-            continue
-        if verify_crc and (problem := crc_problem(log_file.path)):
-            problems.append(problem)
-    commits: dict[int, CommitBatch] = {}
-    for log_file in commits_listing.files:
-        if window_start is not None and log_file.batch_id < window_start:
-            continue
-        try:
-            commit = parse_commit(log_file)
-            commits[commit.batch_id] = commit
-            if commit.version_problem:
-                problems.append(commit.version_problem)
-        except MalformedLogFileError as error:
-            problems.append(as_problem(log_file.path, error))
-            continue
-        if verify_crc and (problem := crc_problem(log_file.path)):
-            problems.append(problem)
+    offsets = _parse_log(offsets_listing, parse_offsets, first_needed, verify_crc, problems)
+    commits = _parse_log(commits_listing, parse_commit, window_start, verify_crc, problems)
     return Checkpoint(
         path=root,
         query_id=query_id,
@@ -246,6 +221,34 @@ def read_checkpoint(
         state=_state_info(root / STATE_DIR),
         window_start=window_start,
     )
+
+
+Parsed = TypeVar("Parsed", OffsetBatch, CommitBatch)
+
+
+def _parse_log(
+    listing: LogListing,
+    parse: Callable[[LogFile], Parsed],
+    first_batch: int | None,
+    verify_crc: bool,
+    problems: list[LogProblem],
+) -> dict[int, Parsed]:
+    """Parse the files of one log from `first_batch` on; what cannot be used goes to `problems`."""
+    parsed: dict[int, Parsed] = {}
+    for log_file in listing.files:
+        if first_batch is not None and log_file.batch_id < first_batch:
+            continue
+        try:
+            entry = parse(log_file)
+        except MalformedLogFileError as error:
+            problems.append(as_problem(log_file.path, error))
+            continue
+        parsed[entry.batch_id] = entry
+        if entry.version_problem:
+            problems.append(entry.version_problem)
+        if verify_crc and (problem := crc_problem(log_file.path)):
+            problems.append(problem)
+    return parsed
 
 
 def read_query_id(path: str | Path) -> str | None:

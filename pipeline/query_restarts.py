@@ -1,0 +1,106 @@
+"""Keeps streaming queries running: a query that stops with an error is started again after an
+exponential backoff (1, 2, 4 ... 60 s) while the others keep running, and one stopped by a
+policy (on_incompatible=fail_group) is left stopped, since replaying its batch would fail the
+same way.
+
+A policy stop is known by type, never by the text of the query's exception: the writer that
+stops its query reports the typed error here (`policy_stopped`) before raising it. foreachBatch
+functions run in the driver's Python process, so the report is in place by the time the query
+is seen inactive; the exception itself reaches the driver through Py4J as text only.
+
+`tick(now)` takes the time from its caller, so the restart schedule is tested on real queries
+without waiting it out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from monitor.progress_event import exception_summary
+from pipeline.exceptions import IncompatibleSchemaError
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+MAX_BACKOFF_SECONDS = 60.0
+
+
+def backoff_seconds(failures: int) -> float:
+    """How long to wait before start number `failures + 1` of a query."""
+    return min(MAX_BACKOFF_SECONDS, 2.0 ** (failures - 1))
+
+
+@dataclass
+class Supervised:
+    """One query, with its restart history."""
+
+    name: str
+    start: Callable[[], "StreamingQuery"]
+    query: "StreamingQuery | None" = None
+    failures: int = 0
+    next_start: float = 0.0
+    last_error: str | None = None
+    held: bool = False
+
+
+class QueryRestarts:
+    def __init__(self, failures: dict[str, list[str]], log: Callable[[str], None]) -> None:
+        """Every failure is appended to `failures[name]` (a run's report) and logged in one line."""
+        self.failures = failures
+        self.log = log
+        self.supervised: dict[str, Supervised] = {}
+        self._policy_stops: dict[str, IncompatibleSchemaError] = {}
+
+    def supervise(self, name: str, start: Callable[[], "StreamingQuery"], now: float) -> None:
+        entry = Supervised(name, start)
+        self.supervised[name] = entry
+        self._start(entry, now)
+
+    def policy_stopped(self, stop: IncompatibleSchemaError) -> None:
+        """Called by a writer, on the driver thread running its batch, just before it raises."""
+        self._policy_stops[stop.stream] = stop
+
+    def tick(self, now: float) -> None:
+        """Notice stopped queries and start those whose backoff has passed."""
+        for entry in self.supervised.values():
+            if entry.held:
+                continue
+            if entry.query is not None and not entry.query.isActive:
+                error = entry.query.exception()
+                entry.query = None
+                message = first_line(error) if error else "stopped"
+                if self._policy_stops.pop(entry.name, None) is not None:
+                    entry.held = True
+                    self.failures.setdefault(entry.name, []).append(message)
+                    self.log(f"{entry.name} stopped (on_incompatible=fail_group): {message}")
+                    continue
+                self._back_off(entry, message, now)
+            if entry.query is None and now >= entry.next_start:
+                self._start(entry, now)
+
+    def stop(self) -> None:
+        for entry in self.supervised.values():
+            if entry.query is not None:
+                entry.query.stop()
+        self.supervised.clear()
+
+    def _start(self, entry: Supervised, now: float) -> None:
+        self._policy_stops.pop(entry.name, None)
+        try:
+            entry.query = entry.start()
+        except Exception as error:  # noqa: BLE001 - a query that cannot start is retried like a failed one
+            self._back_off(entry, first_line(error), now)
+
+    def _back_off(self, entry: Supervised, message: str, now: float) -> None:
+        entry.failures += 1
+        entry.last_error = message
+        self.failures.setdefault(entry.name, []).append(message)
+        backoff = backoff_seconds(entry.failures)
+        entry.next_start = now + backoff
+        self.log(f"{entry.name} failed ({message}); restarting in {backoff:.0f}s")
+
+
+def first_line(error: BaseException) -> str:
+    """The line of a query's failure an operator needs (the Python exception of a foreachBatch)."""
+    return exception_summary(str(error)) or type(error).__name__
