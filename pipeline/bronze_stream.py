@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from pipeline import jvm_classifier
+from pipeline.batch_function import batch_function
 from pipeline.batch_context import batch_commit_info
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.delta_connector.batch_writer import create_table
@@ -243,7 +244,7 @@ def start_bronze(
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")
     )
-    stream = classified.writeStream.queryName(BRONZE_STREAM).foreachBatch(writer).option(
+    stream = classified.writeStream.queryName(BRONZE_STREAM).foreachBatch(batch_function(writer)).option(
         "checkpointLocation", str(lake.checkpoint(BRONZE_STREAM))
     )
     if settings.available_now:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from pipeline.batch_context import batch_commit_info
+from pipeline.batch_function import batch_function
 from pipeline.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
 from pipeline.schema_registry import RegistryReader
 from streamops.lake_layout import MANAGEMENT_STREAM, LakeLayout
@@ -66,7 +67,7 @@ def start_management(
         connector.read_stream(spark, lake.schema_registry)
         .select("event_type")
         .writeStream.queryName(MANAGEMENT_STREAM)
-        .foreachBatch(writer)
+        .foreachBatch(batch_function(writer))
         .option("checkpointLocation", str(lake.checkpoint(MANAGEMENT_STREAM)))
     )
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(

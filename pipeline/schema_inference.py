@@ -68,6 +68,8 @@ def infer_isolated(spark: "SparkSession", groups: Mapping[str, Mapping[str, Sequ
             schemas.update(infer_schemas(spark, group))
         except Exception as error:  # noqa: BLE001 - isolated: the canary inferred
             failed[name] = f"{type(error).__name__}: {_first_line(error)}"
+    if failed:
+        infer_schemas(spark, _CANARY)  # Spark stopped meanwhile (a query stop cancels its jobs): not the data
     return Inference(schemas, failed)
 
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.batch_context import batch_commit_info
+from pipeline.batch_function import batch_function
 from pipeline.column_names import LINEAGE_COLUMNS, NESTED_SEPARATOR, column_name
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
@@ -272,7 +273,7 @@ def start_silver_group(
             spark, lake.bronze_events, {"maxFilesPerTrigger": str(settings.max_files_per_trigger)}
         )
         .writeStream.queryName(writer.stream)
-        .foreachBatch(writer)
+        .foreachBatch(batch_function(writer))
         .option("checkpointLocation", str(lake.checkpoint(writer.stream)))
     )
     stream = stream.trigger(availableNow=True) if settings.available_now else stream.trigger(
