@@ -181,6 +181,10 @@ class Location:
             self._files().copy_tree(self.key, target.key)
 
 
+LocationLike = str | os.PathLike[str] | Location
+"""What every reader accepts: a local path, a URI, or a parsed location."""
+
+
 def _clean_key(path: str, original: str) -> str:
     parts = [part for part in path.split("/") if part and part != "."]
     if ".." in parts:
