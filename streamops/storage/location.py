@@ -21,6 +21,7 @@ from streamops.storage import local_files
 from streamops.storage.entries import DirListing, Entry
 from streamops.storage.errors import UnsupportedLocationError
 from streamops.storage.object_store_files import ObjectStoreFiles, files_for
+from streamops.storage.store_options import StoreOptions
 from streamops.storage.store_root import StoreRoot
 
 @dataclass(frozen=True, order=True)
@@ -36,11 +37,11 @@ class Location:
         if isinstance(value, Location):
             return value
         text = os.fspath(value)
+        if text[:5].lower() == "file:":
+            return cls.local(url2pathname(urlsplit(text).path))
         if "://" not in text:
             return cls.local(text)
         parts = urlsplit(text)
-        if parts.scheme.lower() == "file":
-            return cls.local(url2pathname(parts.path))
         root = StoreRoot.parse(parts.scheme, parts.netloc, text)
         return cls(root, _clean_key(parts.path, text))
 
@@ -117,6 +118,10 @@ class Location:
     def storage_options(self) -> dict[str, str] | None:
         """delta-rs `storage_options` for a table here (None for local tables)."""
         return None if self.root.is_local else self._files().options.delta_storage_options()
+
+    def store_options_for_clients(self) -> StoreOptions:
+        """The options other clients of this store (Arrow's filesystems) are configured from."""
+        return self._files().options
 
     def _files(self) -> ObjectStoreFiles:
         return files_for(self.root)
