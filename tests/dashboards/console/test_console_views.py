@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from conftest import FAILING_STREAM
+from built_lake import FAILING_STREAM
 from deltalake import DeltaTable
 
 from dashboards.console.page_shell import plain
