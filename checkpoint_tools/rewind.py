@@ -25,7 +25,9 @@ rewind again finishes it:
 2. batches are removed newest first, each batch's commit before its offsets (so the checkpoint
    is always "planned through B, committed through B or B-1");
 3. each file-source log is cut back: the files Spark expects below the cut are written (only if
-   absent), then the log batches past the cut are removed, newest first.
+   absent), then the log batches past the cut are removed, newest first. A log longer than
+   the offsets is what Spark itself leaves when it crashes between the two writes, and planning
+   the same `--to-batch` again (one past the latest batch now) cuts only the logs.
 """
 
 from __future__ import annotations
@@ -151,8 +153,11 @@ def plan_rewind(
     latest = ckpt.latest_planned
     if latest is None:
         raise RewindError(f"`{ckpt.path}` has no planned batch: there is nothing to rewind")
-    if to_batch < 0 or to_batch > latest:
-        raise RewindError(f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)")
+    out_of_range = RewindError(
+        f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)"
+    )
+    if to_batch < 0 or to_batch > latest + 1:
+        raise out_of_range
     if ckpt.state.present:
         raise RewindError(
             f"`{ckpt.path}` has a state store (stateful query): rewinding offsets alone would leave state "
@@ -180,6 +185,8 @@ def plan_rewind(
         log = scan_file_source_log(ckpt.path, info.source_id)
         released = sum(1 for e in log.entries if e.batch_id >= keep_before)
         file_sources.append(FileSourceRewind(info.source_id, keep_before, released))
+    if to_batch == latest + 1 and not any(f.entries_released for f in file_sources):
+        raise out_of_range
     correlation = correlate(ckpt, source_table, sink_tables, lake, stream=name)
     replayed = tuple(b for b in correlation.batches if b.batch.batch_id >= to_batch)
     sinks = tuple(_sink_effect(t, StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)

@@ -29,7 +29,7 @@ STATUS_EPILOG = f"""examples:
 
 Works with the pipeline stopped: it reads <lake>/_system/query_progress and the source tables'
 Delta logs. The lake may be a local path or a URI (s3://, gs://, az://, abfss://); credentials
-come from each cloud's standard environment (README, "Lakes on object storage").
+come from each cloud's standard environment (README, "Lakes and checkpoints on object storage").
 Streams are listed worst first ({", ".join(SEVERITY)}).
 """
 REASON_WIDTH = 70

@@ -97,11 +97,19 @@ class ObjectStoreFiles:
         return DirListing(tuple(f for f in files if f.name), dirs)
 
     def walk(self, key: str) -> Iterator[Entry]:
+        """Every object below `key`, without the empty "directory marker" objects (`dir/`)
+        that S3A, consoles and Arrow's clients create: object_store names `dir/` like `dir`,
+        so a marker is an empty object whose name is also the directory of another object."""
         prefix = _dir_prefix(key)
         stream = self._call("list", key, lambda: obstore.list(self.store, prefix or None, chunk_size=1000))
-        for chunk in self._iterate("list", key, stream):
-            for meta in chunk:
-                yield _entry(meta, meta["path"][len(prefix):])
+        entries = [
+            _entry(meta, meta["path"][len(prefix):]) for chunk in self._iterate("list", key, stream) for meta in chunk
+        ]
+        dirs = {name.rsplit("/", 1)[0] for name in (e.name for e in entries) if "/" in name}
+        dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+        for entry in entries:
+            if entry.name and not (entry.size == 0 and entry.name in dirs):
+                yield entry
 
     def is_dir(self, key: str) -> bool:
         return not self.list_dir(key).is_empty
@@ -169,7 +177,8 @@ class ObjectStoreFiles:
         where = self.uri(key)
         if isinstance(error, PermissionDeniedError):
             raise AccessDeniedError(
-                f"access denied: the store refused to {action} `{where}` ({self._credentials_named()}): "
+                f"access denied: the store refused to {action} `{where}` with {self._credentials_named()} "
+                f"(wrong or expired credentials, or no permission to {action} there): "
                 f"check the credentials and that they may {action} it"
             ) from error
         if isinstance(error, UnauthenticatedError):
