@@ -6,7 +6,8 @@ source and sink, copied per target; every 10th lags, every 10th+1 lost its last 
 into --workdir. Uploading 100,000+ objects one PUT at a time takes hours on a busy 2-core
 machine, so the server (moto's, in a child process) stores them through its own S3 backend
 before it starts answering; every request the doctor makes goes over HTTP and is logged by the
-server, one line each. Each measured pass runs `diagnose_many` with fresh objects; local and S3
+server, one line each. Each measured pass runs `diagnose_many` with fresh objects and its
+default threads (what `streamops checkpoint doctor` uses: more on an object store); local and S3
 passes alternate (--rounds times) so a busy neighbour does not decide the comparison. The doctor
 must report the same findings on both copies.
 
@@ -30,7 +31,7 @@ from pathlib import Path
 from bench_doctor import build_copies, build_template
 from bench_support import machine
 
-from checkpoint_tools.doctor import DEFAULT_WORKERS, DoctorTarget, diagnose_many
+from checkpoint_tools.doctor import DEFAULT_WORKERS, OBJECT_STORE_WORKERS, DoctorTarget, diagnose_many
 from streamops.storage.location import Location
 from streamops.storage.object_store_files import forget_stores
 
@@ -89,7 +90,7 @@ def findings(diagnoses: list, local_root: str, remote_root: str) -> list:
 def timed_pass(targets: list[DoctorTarget]) -> tuple[float, list]:
     forget_stores()
     started = time.perf_counter()
-    diagnoses = diagnose_many(targets, workers=DEFAULT_WORKERS)
+    diagnoses = diagnose_many(targets)
     return time.perf_counter() - started, diagnoses
 
 
@@ -154,7 +155,7 @@ def main() -> None:
         "objects": objects,
         "setup_seconds": round(setup_seconds, 1),
         "server_load_seconds": round(load_seconds, 1),
-        "workers": DEFAULT_WORKERS,
+        "workers": {"local": DEFAULT_WORKERS, "s3": OBJECT_STORE_WORKERS},
         "local_disk_seconds": local_seconds,
         "s3_seconds": s3_seconds,
         "s3_requests_per_pass": dict(sorted(per_pass.items())),

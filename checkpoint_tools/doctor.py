@@ -121,7 +121,7 @@ def diagnose_many(
     """
     targets = list(targets)
     if workers is None:
-        remote = any(not target.checkpoint.is_local for target in targets)
+        remote = any(not Location.of(target.checkpoint).is_local for target in targets)
         workers = OBJECT_STORE_WORKERS if remote else DEFAULT_WORKERS
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(lambda target: _diagnose_or_report(target, settings, sink_logs), targets))

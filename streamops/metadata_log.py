@@ -199,10 +199,12 @@ def create_log_file(path: Location, data: bytes) -> None:
 
 
 def remove_log_file(path: LocationLike) -> None:
-    """Remove a log file, then its checksum sidecar."""
+    """Remove a log file's checksum sidecar, then the file: interrupted in between, the file
+    is left without a sidecar (read unverified, as Spark does) rather than a sidecar without
+    its file, which nothing would ever remove."""
     path = Location.of(path)
-    path.delete()
     path.with_name(checksum_name(path)).delete()
+    path.delete()
 
 
 def as_problem(path: Location, error: MalformedLogFileError) -> LogProblem:
