@@ -48,7 +48,7 @@ from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 lake = LakeLayout.at(sys.argv[1])
 summary = summarize_lake(lake)
-tables = sorted(log.parent for log in lake.root.rglob("_delta_log"))
+tables = sorted(log.parent for log in lake.root.local_path.rglob("_delta_log"))
 print(summary.bronze_rows, len(tables), sum(read_delta(table).num_rows for table in tables))
 """
 
