@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from streamops.cli_support import Handler, Subcommands, add_command, add_json_option, add_subcommands, print_json
 
-INSPECT_EXAMPLE = "example:\n  streamops checkpoint inspect lake/_checkpoints/bronze --json"
+CKPT_HELP = "checkpoint directory: a path or a URI (s3://, gs://, az://, abfss://)"
+INSPECT_EXAMPLE = (
+    "examples:\n"
+    "  streamops checkpoint inspect lake/_checkpoints/bronze --json\n"
+    "  AWS_PROFILE=ops streamops checkpoint inspect s3://bucket/lake/_checkpoints/bronze --last 5"
+)
 CORRELATE_EXAMPLE = (
     "examples:\n"
     "  streamops checkpoint correlate lake/_checkpoints/silver_core --lake lake\n"
@@ -17,12 +20,16 @@ DOCTOR_EXAMPLE = (
     "examples:\n"
     "  streamops checkpoint doctor --lake lake --json\n"
     "  streamops checkpoint doctor ckpt --source-table src --sink-table out\n"
-    "exit code: 0 healthy, 1 warnings, 2 errors"
+    "  streamops checkpoint doctor --lake abfss://lake@account.dfs.core.windows.net/prod\n"
+    "exit code: 0 healthy, 1 warnings, 2 errors (and 2 when the lake or a checkpoint cannot be read)"
 )
 REWIND_EXAMPLE = (
     "examples:\n"
     "  streamops checkpoint rewind lake/_checkpoints/bronze --to-batch 40 --lake lake      (plan only)\n"
-    "  streamops checkpoint rewind lake/_checkpoints/bronze --to-batch 40 --lake lake --yes"
+    "  streamops checkpoint rewind lake/_checkpoints/bronze --to-batch 40 --lake lake --yes\n"
+    "  streamops checkpoint rewind s3://bucket/lake/_checkpoints/bronze --to-batch 40 --lake s3://bucket/lake --yes\n"
+    "on object stores: the backup is copied first, new files are written before old ones are deleted,\n"
+    "newest batch first; an interrupted rewind leaves a consistent checkpoint: run it again to finish"
 )
 
 
@@ -38,14 +45,14 @@ def register(subcommands: Subcommands) -> None:
     commands = add_subcommands(group, "checkpoint_command")
 
     inspect = _command(commands, "inspect", "show what a checkpoint records", INSPECT_EXAMPLE, _inspect)
-    inspect.add_argument("checkpoint", type=Path, metavar="CKPT")
+    inspect.add_argument("checkpoint", metavar="CKPT", help=CKPT_HELP)
     _add_last(inspect)
 
     correlate = _command(
         commands, "correlate", "tie each batch to the source files it read and the sink commits it made",
         CORRELATE_EXAMPLE, _correlate,
     )
-    correlate.add_argument("checkpoint", type=Path, metavar="CKPT")
+    correlate.add_argument("checkpoint", metavar="CKPT", help=CKPT_HELP)
     _add_tables(correlate)
     _add_last(correlate)
 
@@ -53,7 +60,7 @@ def register(subcommands: Subcommands) -> None:
         commands, "doctor", "find problems in checkpoints, each with severity, evidence and a fix",
         DOCTOR_EXAMPLE, _doctor,
     )
-    doctor.add_argument("checkpoints", type=Path, nargs="*", metavar="CKPT")
+    doctor.add_argument("checkpoints", nargs="*", metavar="CKPT", help=CKPT_HELP)
     _add_tables(doctor)
     doctor.add_argument("--stall-seconds", type=float, default=900.0,
                         help="report a stream as stalled after this long without a commit (default 900)")
@@ -64,10 +71,10 @@ def register(subcommands: Subcommands) -> None:
         commands, "rewind", "make the next run plan again from batch N (backs the checkpoint up first)",
         REWIND_EXAMPLE, _rewind,
     )
-    rewind.add_argument("checkpoint", type=Path, metavar="CKPT")
+    rewind.add_argument("checkpoint", metavar="CKPT", help=CKPT_HELP)
     rewind.add_argument("--to-batch", type=int, required=True, metavar="N", help="first batch to plan again")
     rewind.add_argument("--yes", action="store_true", help="apply the plan (without it nothing changes)")
-    rewind.add_argument("--backup-dir", type=Path, help="where to put the backup (default: next to CKPT)")
+    rewind.add_argument("--backup-dir", help="where to put the backup, on CKPT's store (default: next to CKPT)")
     _add_tables(rewind)
 
 
@@ -78,9 +85,9 @@ def _command(commands: Subcommands, name: str, summary: str, example: str, handl
 
 
 def _add_tables(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", type=Path, help="lake root: find source and sink tables from its layout")
-    parser.add_argument("--source-table", type=Path, help="the Delta table the stream reads")
-    parser.add_argument("--sink-table", type=Path, action="append", default=[],
+    parser.add_argument("--lake", help="lake root (path or URI): find source and sink tables from its layout")
+    parser.add_argument("--source-table", help="the Delta table the stream reads")
+    parser.add_argument("--sink-table", action="append", default=[],
                         help="a Delta table the stream writes (repeat for several)")
     parser.add_argument("--stream", help="the stream name (txn appId) sink commits carry; default: CKPT's name")
 
@@ -92,7 +99,7 @@ def _add_last(parser: argparse.ArgumentParser) -> None:
 def _lake(args: argparse.Namespace):
     from streamops.lake_layout import LakeLayout
 
-    return LakeLayout.at(args.lake) if args.lake else None
+    return LakeLayout.at(args.lake).require() if args.lake else None
 
 
 def _inspect(args: argparse.Namespace) -> int:

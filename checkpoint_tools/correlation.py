@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
@@ -23,6 +22,7 @@ from streamops.delta_log import DeltaLog
 from streamops.exceptions import StreamopsError
 from streamops.file_source_log import FileSourceLog
 from streamops.lake_layout import LakeLayout
+from streamops.storage.location import Location, LocationLike
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,10 @@ class LandingFile:
 @dataclass(frozen=True)
 class Correlation:
     stream: str
-    checkpoint: Path
+    checkpoint: Location
     query_id: str | None
-    source_table: Path | None
-    sink_tables: tuple[Path, ...]
+    source_table: Location | None
+    sink_tables: tuple[Location, ...]
     batches: tuple[BatchCorrelation, ...]
     landing_files: tuple[LandingFile, ...]
 
@@ -144,9 +144,9 @@ class Correlation:
 
 
 def correlate(
-    checkpoint: str | Path | Checkpoint,
-    source_table: str | Path | None = None,
-    sink_tables: Sequence[str | Path] = (),
+    checkpoint: LocationLike | Checkpoint,
+    source_table: LocationLike | None = None,
+    sink_tables: Sequence[LocationLike] = (),
     lake: LakeLayout | None = None,
     sink_index: SinkTableIndex | None = None,
     last_batches: int | None = None,
@@ -186,14 +186,14 @@ def correlate(
 
 def resolve_tables(
     identity: StreamIdentity,
-    source_table: str | Path | None,
-    sink_tables: Sequence[str | Path],
+    source_table: LocationLike | None,
+    sink_tables: Sequence[LocationLike],
     lake: LakeLayout | None,
     sink_index: SinkTableIndex | None,
-) -> tuple[Path | None, list[Path]]:
+) -> tuple[Location | None, list[Location]]:
     """The source and sink tables of a checkpoint: as given, else from the lake."""
-    source = Path(source_table) if source_table is not None else None
-    sinks = [Path(t) for t in sink_tables]
+    source = Location.of(source_table) if source_table is not None else None
+    sinks = [Location.of(t) for t in sink_tables]
     if lake is not None:
         if source is None:
             source = lake.stream_source_table(identity.stream)
@@ -235,7 +235,7 @@ def _commit_time(log: DeltaLog, version: int) -> int | None:
 
 
 def _sink_commits_by_batch(
-    sinks: Sequence[Path],
+    sinks: Sequence[Location],
     identity: StreamIdentity,
     batches: Sequence[Batch],
     sink_index: SinkTableIndex | None,

@@ -15,7 +15,6 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from deltalake.exceptions import DeltaError
@@ -34,32 +33,36 @@ from streamops.checkpoint_reader import (
 )
 from streamops.delta_log import DeltaLog
 from streamops.exceptions import CheckpointNotFoundError, StreamopsError
-from streamops.lake_layout import LakeLayout
+from streamops.lake_layout import LakeLayout, LakeNotFoundError
+from streamops.storage.errors import StorageError
+from streamops.storage.location import Location, LocationLike
 
 Check = Callable[[DoctorContext], list[Finding]]
 CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *DELTA_CHECKS)
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
+OBJECT_STORE_WORKERS = 16
+"""On an object store the doctor waits on requests, not on the CPU: more in flight at once."""
 
 
 @dataclass(frozen=True)
 class DoctorTarget:
     """One checkpoint and the tables it reads and writes (`stream` defaults to its dir name)."""
 
-    checkpoint: Path
-    source_table: Path | None = None
-    sink_tables: tuple[Path, ...] = ()
+    checkpoint: Location
+    source_table: Location | None = None
+    sink_tables: tuple[Location, ...] = ()
     stream: str | None = None
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     stream: str
-    checkpoint: Path
+    checkpoint: Location
     query_id: str | None
     latest_planned: int | None
     latest_committed: int | None
-    source_table: Path | None
-    sink_tables: tuple[Path, ...]
+    source_table: Location | None
+    sink_tables: tuple[Location, ...]
     findings: tuple[Finding, ...]
 
     @property
@@ -87,7 +90,7 @@ class Diagnosis:
 def diagnose(
     target: DoctorTarget,
     settings: DoctorSettings | None = None,
-    sink_logs: dict[Path, DeltaLog] | None = None,
+    sink_logs: dict[Location, DeltaLog] | None = None,
     checks: Sequence[Check] = CHECKS,
 ) -> Diagnosis:
     """Run `checks` on one checkpoint. `sink_logs` lets a caller reuse already loaded sink logs."""
@@ -106,20 +109,26 @@ def diagnose(
 def diagnose_many(
     targets: Iterable[DoctorTarget],
     settings: DoctorSettings | None = None,
-    sink_logs: dict[Path, DeltaLog] | None = None,
-    workers: int = DEFAULT_WORKERS,
+    sink_logs: dict[Location, DeltaLog] | None = None,
+    workers: int | None = None,
 ) -> list[Diagnosis]:
     """Diagnose each target, in order; a path that holds no checkpoint is reported, not raised.
 
     Targets are independent and most of the time goes to delta-rs loading logs (which releases
-    the GIL), so a few threads cut the wall time of a large fleet roughly by the core count.
+    the GIL), so a few threads cut the wall time of a large fleet roughly by the core count; on
+    an object store, where the time is spent waiting for requests, more threads keep more
+    requests in flight.
     """
+    targets = list(targets)
+    if workers is None:
+        remote = any(not Location.of(target.checkpoint).is_local for target in targets)
+        workers = OBJECT_STORE_WORKERS if remote else DEFAULT_WORKERS
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(lambda target: _diagnose_or_report(target, settings, sink_logs), targets))
 
 
 def _diagnose_or_report(
-    target: DoctorTarget, settings: DoctorSettings | None, sink_logs: dict[Path, DeltaLog] | None
+    target: DoctorTarget, settings: DoctorSettings | None, sink_logs: dict[Location, DeltaLog] | None
 ) -> Diagnosis:
     try:
         return diagnose(target, settings, sink_logs)
@@ -128,9 +137,9 @@ def _diagnose_or_report(
 
 
 def checkpoint_targets(
-    checkpoints: Sequence[Path],
-    source_table: Path | None = None,
-    sink_tables: Sequence[Path] = (),
+    checkpoints: Sequence[LocationLike],
+    source_table: LocationLike | None = None,
+    sink_tables: Sequence[LocationLike] = (),
     lake: LakeLayout | None = None,
     stream: str | None = None,
     index: SinkTableIndex | None = None,
@@ -139,10 +148,10 @@ def checkpoint_targets(
     if lake is not None and index is None:
         index = SinkTableIndex(lake)
     targets = []
-    for checkpoint in checkpoints:
-        identity = StreamIdentity(stream or Path(checkpoint).name, read_query_id(checkpoint))
+    for checkpoint in map(Location.of, checkpoints):
+        identity = StreamIdentity(stream or checkpoint.name, read_query_id(checkpoint))
         source, sinks = resolve_tables(identity, source_table, sink_tables, lake, index)
-        targets.append(DoctorTarget(Path(checkpoint), source, tuple(sinks), identity.stream))
+        targets.append(DoctorTarget(checkpoint, source, tuple(sinks), identity.stream))
     return targets
 
 
@@ -151,16 +160,26 @@ def diagnose_lake(
     settings: DoctorSettings | None = None,
     index: SinkTableIndex | None = None,
 ) -> list[Diagnosis]:
-    """Diagnose every stream of a lake. Keep `index` between calls to reuse its table cache."""
+    """Diagnose every stream of a lake. Keep `index` between calls to reuse its table cache.
+
+    A lake that does not exist or has no checkpoint is an error, not a healthy empty fleet."""
+    checkpoints = lake.require().checkpoint_dirs()
+    if not checkpoints:
+        raise LakeNotFoundError(
+            f"the lake `{lake.root}` has no checkpoints under `{lake.checkpoints_root}`: "
+            "check --lake, or name checkpoint directories instead"
+        )
     index = (index or SinkTableIndex(lake)).refresh()
     logs = {t: index.log(t) for t in lake.table_dirs()}
-    targets = checkpoint_targets(lake.checkpoint_dirs(), lake=lake, index=index)
+    targets = checkpoint_targets(checkpoints, lake=lake, index=index)
     return diagnose_many(targets, settings, logs)
 
 
 def _run(check: Check, ctx: DoctorContext) -> list[Finding]:
     try:
         return check(ctx)
+    except StorageError:
+        raise  # the store itself refused (credentials, access, network): one line for the whole run
     except (StreamopsError, DeltaError, OSError) as error:
         return [
             ctx.finding(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from checkpoint_tools.findings import Finding, FindingCode, Severity
@@ -19,6 +18,7 @@ from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_s
 from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import BASE_INDEX, DeltaSourceOffset, IndexedFile
+from streamops.storage.location import Location
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class DoctorContext:
         self,
         checkpoint: Checkpoint,
         stream: str,
-        source_table: Path | None,
-        sinks: dict[Path, DeltaLog],
+        source_table: Location | None,
+        sinks: dict[Location, DeltaLog],
         settings: DoctorSettings,
     ) -> None:
         self.checkpoint = checkpoint
@@ -101,7 +101,7 @@ class DoctorContext:
         return self.source.files_after(self.processed_position)
 
     @cached_property
-    def sink_txns(self) -> dict[Path, int | None]:
+    def sink_txns(self) -> dict[Location, int | None]:
         """Per sink: the stream's txn version (the last batch it committed there).
 
         The newest txn of the stream in the log tail already read is that version (a txn
@@ -124,7 +124,7 @@ class DoctorContext:
         return max(known) if known else None
 
     @cached_property
-    def recent_sink_commits(self) -> dict[Path, list[SinkCommit]]:
+    def recent_sink_commits(self) -> dict[Location, list[SinkCommit]]:
         """The stream's commits among each sink's newest `sink_scan_commits` commits, newest first."""
         return {
             table: scan_sink_commits(log, self.identity, max_commits=self.settings.sink_scan_commits)

@@ -6,7 +6,6 @@ script reads never disagree.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from streamops.checkpoint_reader import (
@@ -16,9 +15,10 @@ from streamops.checkpoint_reader import (
     read_checkpoint,
 )
 from streamops.exceptions import NotAFileSourceLogError
+from streamops.storage.location import LocationLike
 
 
-def inspect_checkpoint(path: str | Path, last_batches: int | None = None) -> dict[str, Any]:
+def inspect_checkpoint(path: LocationLike, last_batches: int | None = None) -> dict[str, Any]:
     return describe(read_checkpoint(path, last_batches))
 
 

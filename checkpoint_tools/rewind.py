@@ -14,22 +14,35 @@ Semantics (also in the README):
   written, and the table version to RESTORE to first if the replay must really rewrite them.
 Without `--yes` only the plan is shown. With it, the checkpoint is first copied to a hidden
 sibling directory `.<name>.backup-<UTC time>` (not mistaken for a stream by the lake layout).
+
+Object stores have no rename, so nothing is replaced in place, on any store. The order makes
+every state in between a checkpoint Spark can restart from consistently, so an interrupted
+rewind (a killed process, a lost network) leaves a usable checkpoint and running the same
+rewind again finishes it:
+1. the backup: every file copied (server-side on an object store), then its manifest written
+   only if absent, which proves the store can write-if-absent; a store that cannot (some
+   S3-compatible ones) is refused here, before anything in the checkpoint changed;
+2. batches are removed newest first, each batch's commit before its offsets (so the checkpoint
+   is always "planned through B, committed through B or B-1");
+3. each file-source log is cut back: the files Spark expects below the cut are written (only if
+   absent), then the log batches past the cut are removed, newest first. A log longer than
+   the offsets is what Spark itself leaves when it crashes between the two writes, and planning
+   the same `--to-batch` again (one past the latest batch now) cuts only the logs.
 """
 
 from __future__ import annotations
 
-import shutil
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from checkpoint_tools.correlation import BatchCorrelation, correlate
 from checkpoint_tools.exceptions import RewindError
 from checkpoint_tools.sink_commits import StreamIdentity
-from streamops.checkpoint_reader import read_checkpoint
+from streamops.checkpoint_reader import COMMITS_DIR, Checkpoint, read_checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.file_source_log import (
     scan_file_source_log,
@@ -37,15 +50,18 @@ from streamops.file_source_log import (
 )
 from streamops.lake_layout import LakeLayout
 from streamops.metadata_log import remove_log_file
+from streamops.storage.errors import ConditionalWriteUnsupportedError
+from streamops.storage.location import Location, LocationLike
 
 RECENT_WRITE_SECONDS = 60.0
+BACKUP_MANIFEST = "_streamops_backup.json"
 
 
 @dataclass(frozen=True)
 class SinkEffect:
     """What the replay does to one sink table."""
 
-    table: Path
+    table: Location
     txn: int | None
     skipped_batches: tuple[int, ...]
     written_batches: tuple[int, ...]
@@ -70,12 +86,12 @@ class FileSourceRewind:
 
 @dataclass(frozen=True)
 class RewindPlan:
-    checkpoint: Path
+    checkpoint: Location
     stream: str
     to_batch: int
     latest_planned: int
     latest_committed: int | None
-    remove: tuple[Path, ...]
+    remove: tuple[Location, ...]
     file_sources: tuple[FileSourceRewind, ...]
     replayed: tuple[BatchCorrelation, ...]
     sinks: tuple[SinkEffect, ...]
@@ -111,7 +127,7 @@ class RewindPlan:
 @dataclass(frozen=True)
 class RewindResult:
     plan: RewindPlan
-    backup: Path
+    backup: Location
     actions: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -124,10 +140,10 @@ class RewindResult:
 
 
 def plan_rewind(
-    checkpoint: str | Path,
+    checkpoint: LocationLike,
     to_batch: int,
-    source_table: str | Path | None = None,
-    sink_tables: Sequence[str | Path] = (),
+    source_table: LocationLike | None = None,
+    sink_tables: Sequence[LocationLike] = (),
     lake: LakeLayout | None = None,
     stream: str | None = None,
     now: float | None = None,
@@ -137,8 +153,11 @@ def plan_rewind(
     latest = ckpt.latest_planned
     if latest is None:
         raise RewindError(f"`{ckpt.path}` has no planned batch: there is nothing to rewind")
-    if to_batch < 0 or to_batch > latest:
-        raise RewindError(f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)")
+    out_of_range = RewindError(
+        f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)"
+    )
+    if to_batch < 0 or to_batch > latest + 1:
+        raise out_of_range
     if ckpt.state.present:
         raise RewindError(
             f"`{ckpt.path}` has a state store (stateful query): rewinding offsets alone would leave state "
@@ -166,11 +185,13 @@ def plan_rewind(
         log = scan_file_source_log(ckpt.path, info.source_id)
         released = sum(1 for e in log.entries if e.batch_id >= keep_before)
         file_sources.append(FileSourceRewind(info.source_id, keep_before, released))
+    if to_batch == latest + 1 and not any(f.entries_released for f in file_sources):
+        raise out_of_range
     correlation = correlate(ckpt, source_table, sink_tables, lake, stream=name)
     replayed = tuple(b for b in correlation.batches if b.batch.batch_id >= to_batch)
-    sinks = tuple(_sink_effect(Path(t), StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)
+    sinks = tuple(_sink_effect(t, StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)
                   for t in correlation.sink_tables)
-    warnings = _warnings(ckpt.path, to_batch, sinks, now)
+    warnings = _warnings(ckpt, to_batch, sinks, now)
     return RewindPlan(
         checkpoint=ckpt.path,
         stream=name,
@@ -185,8 +206,9 @@ def plan_rewind(
     )
 
 
-def apply_rewind(plan: RewindPlan, backup_root: Path | None = None) -> RewindResult:
-    """Back the checkpoint up, then remove what the plan lists. Stop the query first."""
+def apply_rewind(plan: RewindPlan, backup_root: LocationLike | None = None) -> RewindResult:
+    """Back the checkpoint up, then remove what the plan lists, in the order of the module
+    docstring. Stop the query first."""
     now = read_checkpoint(plan.checkpoint, last_batches=1)
     if (now.latest_planned, now.latest_committed) != (plan.latest_planned, plan.latest_committed):
         raise RewindError(
@@ -194,9 +216,9 @@ def apply_rewind(plan: RewindPlan, backup_root: Path | None = None) -> RewindRes
             f"{now.latest_planned}): stop the query, then plan the rewind again"
         )
     backup = backup_path(plan.checkpoint, backup_root)
-    shutil.copytree(plan.checkpoint, backup, symlinks=True)
+    _back_up(plan, backup)
     actions = [f"copied {plan.checkpoint} to {backup}"]
-    for path in sorted(plan.remove, key=lambda p: (p.parent.name != "offsets", p.name)):
+    for path in sorted(plan.remove, key=_removal_order):
         remove_log_file(path)
         actions.append(f"removed {path}")
     for source in plan.file_sources:
@@ -205,9 +227,33 @@ def apply_rewind(plan: RewindPlan, backup_root: Path | None = None) -> RewindRes
     return RewindResult(plan, backup, tuple(actions))
 
 
-def backup_path(checkpoint: Path, backup_root: Path | None = None) -> Path:
+def _back_up(plan: RewindPlan, backup: Location) -> None:
+    if not backup.same_store(plan.checkpoint):
+        raise RewindError(
+            f"the backup `{backup}` must be on the same store as `{plan.checkpoint}`: "
+            "choose a --backup-dir there"
+        )
+    plan.checkpoint.copy_tree(backup)
+    manifest = {"checkpoint": str(plan.checkpoint), "to_batch": plan.to_batch, "remove": [str(p) for p in plan.remove]}
+    try:
+        (backup / BACKUP_MANIFEST).create(json.dumps(manifest, indent=2).encode("utf-8"))
+    except ConditionalWriteUnsupportedError as error:
+        raise RewindError(
+            f"{error}, so rewind cannot promise not to overwrite a file a running query writes; "
+            f"nothing was changed (a backup is at `{backup}`): copy the checkpoint to a local disk, "
+            "rewind it there, and copy it back"
+        ) from error
+
+
+def _removal_order(path: Location) -> tuple[int, int]:
+    """Newest batch first; within a batch its commit before its offsets."""
+    return -int(path.name), 0 if path.parent.name == COMMITS_DIR else 1
+
+
+def backup_path(checkpoint: Location, backup_root: LocationLike | None = None) -> Location:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return (backup_root or checkpoint.parent) / f".{checkpoint.name}.backup-{stamp}"
+    root = Location.of(backup_root) if backup_root is not None else checkpoint.parent
+    return root / f".{checkpoint.name}.backup-{stamp}"
 
 
 def _file_log_cut(previous_sources: tuple, source_id: str, to_batch: int) -> int:
@@ -227,7 +273,7 @@ def _file_log_cut(previous_sources: tuple, source_id: str, to_batch: int) -> int
 
 
 def _sink_effect(
-    table: Path, identity: StreamIdentity, to_batch: int, latest: int, replayed: tuple[BatchCorrelation, ...]
+    table: Location, identity: StreamIdentity, to_batch: int, latest: int, replayed: tuple[BatchCorrelation, ...]
 ) -> SinkEffect:
     log = DeltaLog(table)
     versions = [v for v in (log.txn_version(a) for a in identity.app_ids) if v is not None]
@@ -240,9 +286,10 @@ def _sink_effect(
     return SinkEffect(table, txn, skipped, written, restore)
 
 
-def _warnings(checkpoint: Path, to_batch: int, sinks: tuple[SinkEffect, ...], now: float | None) -> tuple[str, ...]:
+def _warnings(ckpt: Checkpoint, to_batch: int, sinks: tuple[SinkEffect, ...], now: float | None) -> tuple[str, ...]:
     warnings = []
-    newest = max((p.stat().st_mtime for d in ("offsets", "commits") for p in (checkpoint / d).glob("*")), default=0.0)
+    files = (*ckpt.offsets_listing.files, *ckpt.commits_listing.files)
+    newest = max((f.mtime_ms / 1000.0 for f in files), default=0.0)
     age = (time.time() if now is None else now) - newest
     if age < RECENT_WRITE_SECONDS:
         warnings.append(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -23,6 +22,7 @@ import orjson
 from streamops.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
 from streamops.delta_log import Commit, DeltaLog
 from streamops.exceptions import StreamopsError
+from streamops.storage.location import Location
 
 MatchKind = Literal["txn", "commit_info", "streaming_update"]
 
@@ -41,7 +41,7 @@ class StreamIdentity:
 
 @dataclass(frozen=True)
 class SinkCommit:
-    table: Path
+    table: Location
     version: int
     batch_id: int
     matched_by: MatchKind
@@ -86,7 +86,7 @@ def batch_of(commit: Commit, identity: StreamIdentity) -> tuple[int, MatchKind, 
     return None
 
 
-def sink_commit(table: Path, commit: Commit, identity: StreamIdentity) -> SinkCommit | None:
+def sink_commit(table: Location, commit: Commit, identity: StreamIdentity) -> SinkCommit | None:
     found = batch_of(commit, identity)
     if found is None:
         return None

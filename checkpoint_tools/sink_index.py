@@ -11,7 +11,6 @@ again for the price of reading new commits only.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from deltalake.exceptions import DeltaError
 
@@ -19,12 +18,13 @@ from checkpoint_tools.exceptions import CheckpointToolsError
 from streamops.delta_log import DeltaLog
 from streamops.exceptions import TableNotFoundError
 from streamops.lake_layout import LakeLayout
+from streamops.storage.location import Location
 
 
 class SinkTableIndex:
     def __init__(self, lake: LakeLayout) -> None:
         self.lake = lake
-        self._logs: dict[Path, DeltaLog] = {}
+        self._logs: dict[Location, DeltaLog] = {}
         self._loaded = False
 
     def refresh(self) -> SinkTableIndex:
@@ -47,19 +47,19 @@ class SinkTableIndex:
         self._loaded = True
         return self
 
-    def tables_for(self, app_ids: Iterable[str]) -> dict[Path, int]:
+    def tables_for(self, app_ids: Iterable[str]) -> dict[Location, int]:
         """Tables holding a txn of any of `app_ids`, with the highest such txn version."""
         if not self._loaded:
             self.refresh()
         ids = tuple(app_ids)
-        found: dict[Path, int] = {}
+        found: dict[Location, int] = {}
         for table, log in self._logs.items():
             versions = [v for v in (log.txn_version(a) for a in ids) if v is not None]
             if versions:
                 found[table] = max(versions)
         return found
 
-    def log(self, table: Path) -> DeltaLog:
+    def log(self, table: Location) -> DeltaLog:
         if not self._loaded:
             self.refresh()
         return self._logs.get(table) or DeltaLog(table)

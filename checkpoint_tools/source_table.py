@@ -7,10 +7,8 @@ between two recorded offsets, and are those files still on disk.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 from deltalake.exceptions import DeltaError
 
@@ -18,6 +16,7 @@ from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog, LogRetention, data_file_path
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset, IndexedFile
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
+from streamops.storage.location import Location
 
 
 def delta_source_slot(checkpoint: Checkpoint) -> int | None:
@@ -39,7 +38,7 @@ def delta_end(checkpoint: Checkpoint, batch_id: int | None, slot: int) -> DeltaS
 
 @dataclass
 class SourceTable:
-    path: Path
+    path: Location
 
     @cached_property
     def log(self) -> DeltaLog:
@@ -103,4 +102,4 @@ class SourceTable:
 
     def missing_files(self, files: list[IndexedFile]) -> list[IndexedFile]:
         """Files the log still lists but the storage no longer holds (VACUUM ran)."""
-        return [f for f in files if not os.path.exists(data_file_path(self.path, f.file.path))]
+        return [f for f in files if not Location.of(data_file_path(self.path, f.file.path)).is_file()]

@@ -22,6 +22,7 @@ from streamops.cli_support import (
     add_subcommands,
     print_json,
 )
+from streamops.storage.location import Location
 
 GROUP_EPILOG = """example:
   streamops dashboards build --out dashboards/generated
@@ -41,6 +42,7 @@ writes:
 CONSOLE_EPILOG = """examples:
   streamops console --lake lake                    # http://127.0.0.1:8501
   streamops console --lake lake --port 8600
+  AWS_PROFILE=ops streamops console --lake s3://bucket/lake
 
 views: Fleet (every stream's status, worst first), Stream (rates, phases, backlog, batches tied
 to source versions and sink commits, checkpoint doctor), Schemas (registry history, diff,
@@ -121,9 +123,9 @@ def console_command(host: str, port: int) -> list[str]:
 
 
 def _console(args: argparse.Namespace) -> int:
-    lake = Path(args.lake).expanduser().resolve()
+    lake = Location.of(args.lake)
     if not lake.is_dir():
-        raise ConsoleError(f"the lake directory `{args.lake}` does not exist: pass the --lake of `streamops run`")
+        raise ConsoleError(f"the lake `{args.lake}` does not exist: pass the --lake of `streamops run`")
     if not 0 < args.port < 65536:
         raise ConsoleError(f"--port must be between 1 and 65535, got {args.port}")
     _check_port_free(args.host, args.port)

@@ -28,7 +28,9 @@ STATUS_EPILOG = f"""examples:
   streamops status --lake lake --json | jq '.streams[] | select(.status != "ok")'
 
 Works with the pipeline stopped: it reads <lake>/_system/query_progress and the source tables'
-Delta logs. Streams are listed worst first ({", ".join(SEVERITY)}).
+Delta logs. The lake may be a local path or a URI (s3://, gs://, az://, abfss://); credentials
+come from each cloud's standard environment (README, "Lakes and checkpoints on object storage").
+Streams are listed worst first ({", ".join(SEVERITY)}).
 """
 REASON_WIDTH = 70
 
@@ -52,7 +54,7 @@ def _status(args: argparse.Namespace) -> int:
     from monitor.fleet_status import fleet_status
     from streamops.lake_layout import LakeLayout
 
-    lake = LakeLayout.at(args.lake)
+    lake = LakeLayout.at(args.lake).require()
     now = time.time()
     rows = fleet_status(lake, now=now)
     counts = Counter(row.status for row in rows)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any, Iterable, Sequence, get_args, get_type_hints
 
 import pyarrow as pa
@@ -33,7 +32,8 @@ from monitor.progress_event import (
     SourceProgress,
 )
 from monitor.source_backlog import BacklogReading
-from streamops.delta_read import read_delta
+from streamops.delta_read import is_table, open_table, read_delta
+from streamops.storage.location import Location, LocationLike
 
 PARTITION_COLUMNS = ["event_date", "event"]
 LIFECYCLE_EVENTS = ("started", "terminated")
@@ -161,14 +161,14 @@ class MaintenanceResult:
 class ProgressLog:
     """Appends to and reads the progress-log table at `path`."""
 
-    def __init__(self, path: Path, retention_days: int = 30) -> None:
+    def __init__(self, path: LocationLike, retention_days: int = 30) -> None:
         if retention_days < 1:
             raise ValueError(f"retention_days must be at least 1, got {retention_days}")
-        self.path = Path(path)
+        self.path = Location.of(path)
         self.retention_days = retention_days
 
     def exists(self) -> bool:
-        return DeltaTable.is_deltatable(str(self.path))
+        return is_table(self.path)
 
     def append(self, rows: Sequence[dict[str, Any]]) -> int:
         """Write `rows` as one Delta commit; returns how many were written."""
@@ -180,6 +180,7 @@ class ProgressLog:
             table,
             mode="append",
             partition_by=PARTITION_COLUMNS,
+            storage_options=self.path.storage_options(),
             commit_properties=CommitProperties(
                 custom_metadata={"streamops.operation": "progress log append"}
             ),
@@ -192,12 +193,12 @@ class ProgressLog:
         cutoff = (datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)).date()
         if not self.exists():
             return MaintenanceResult(cutoff, 0, 0)
-        table = DeltaTable(str(self.path))
+        table = open_table(self.path)
         deleted = 0
         if any(date.fromisoformat(p["event_date"]) < cutoff for p in table.partitions()):
             metrics = table.delete(f"event_date < '{cutoff.isoformat()}'")
             deleted = int(metrics.get("num_deleted_rows") or 0)
-            table = DeltaTable(str(self.path))
+            table = open_table(self.path)
         compacted = table.optimize.compact()
         return MaintenanceResult(cutoff, deleted, int(compacted.get("numFilesRemoved") or 0))
 
@@ -207,7 +208,7 @@ class ProgressLog:
                 f"no progress log at `{self.path}`: attach the monitor (it is attached by "
                 "`streamops run`) and let a stream run first"
             )
-        return DeltaTable(str(self.path))
+        return open_table(self.path)
 
     def read(
         self,

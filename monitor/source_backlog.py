@@ -11,13 +11,10 @@ waits: its reported latest offset differs from the offset processed.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
-from urllib.parse import unquote, urlparse
 
 import orjson
 from deltalake.exceptions import DeltaError
@@ -26,9 +23,11 @@ from monitor.progress_event import SourceProgress
 from streamops.backlog import NO_BACKLOG, Backlog, delta_backlog
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
-from streamops.exceptions import CheckpointError, StreamopsError
+from streamops.exceptions import StreamopsError
 from streamops.file_source_log import read_file_source_log
 from streamops.lake_layout import InvalidNameError, LakeLayout
+from streamops.storage.entries import Entry
+from streamops.storage.location import Location, LocationLike
 
 FILE_SOURCE_PREFIX = "FileStreamSource["
 FILE_SOURCE_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -92,26 +91,26 @@ class SourceBacklog:
         self._clock = clock
         self._rescan_interval_s = rescan_interval_s
         self._min_refresh_s = min_refresh_s
-        self._registered: dict[str, list[Path]] = {}
-        self._checkpoints: dict[str, Path] = {}
-        self._table_ids: dict[Path, str] = {}
-        self._tables_by_id: dict[str, Path] = {}
-        self._indexes: dict[Path, _SharedIndex] = {}
+        self._registered: dict[str, list[Location]] = {}
+        self._checkpoints: dict[str, Location] = {}
+        self._table_ids: dict[Location, str] = {}
+        self._tables_by_id: dict[str, Location] = {}
+        self._indexes: dict[Location, _SharedIndex] = {}
         self._scanned_at: float | None = None
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
-    def register_table(self, stream: str, table: Path) -> None:
+    def register_table(self, stream: str, table: LocationLike) -> None:
         """Thread-safe: the pipeline registers streams while the worker measures others."""
-        path = Path(table).resolve()
+        path = Location.of(table)
         with self._lock:
             tables = self._registered.setdefault(stream, [])
             if path not in tables:
                 tables.append(path)
 
-    def register_checkpoint(self, stream: str, checkpoint: Path) -> None:
+    def register_checkpoint(self, stream: str, checkpoint: LocationLike) -> None:
         with self._lock:
-            self._checkpoints[stream] = Path(checkpoint).resolve()
+            self._checkpoints[stream] = Location.of(checkpoint)
 
     def measure(self, stream: str, sources: Sequence[SourceProgress]) -> BacklogReading:
         """Backlog summed over the stream's sources (seconds: the oldest); data is pending when
@@ -152,7 +151,7 @@ class SourceBacklog:
             return None, None
         return None, latest != end
 
-    def table_for(self, stream: str, reservoir_id: str) -> Path | None:
+    def table_for(self, stream: str, reservoir_id: str) -> Location | None:
         """The Delta table behind a source offset: registered for the stream, else found in the lake."""
         with self._lock:
             registered = list(self._registered.get(stream, ()))
@@ -171,7 +170,7 @@ class SourceBacklog:
                 found = self._tables_by_id.get(reservoir_id)
         return found
 
-    def _table_id(self, table: Path) -> str | None:
+    def _table_id(self, table: Location) -> str | None:
         if table not in self._table_ids:
             try:
                 table_id = DeltaLog(table).table_id()
@@ -182,13 +181,13 @@ class SourceBacklog:
             self._tables_by_id[table_id] = table
         return self._table_ids[table]
 
-    def _index(self, table: Path) -> _SharedIndex:
+    def _index(self, table: Location) -> _SharedIndex:
         index = self._indexes.get(table)
         if index is None:
             index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s)
         return index
 
-    def _checkpoint_for(self, stream: str) -> Path | None:
+    def _checkpoint_for(self, stream: str) -> Location | None:
         with self._lock:
             checkpoint = self._checkpoints.get(stream)
         if checkpoint is None and self.lake is not None:
@@ -209,28 +208,29 @@ class SourceBacklog:
         processed_through = end.get("logOffset") if isinstance(end, dict) else None
         try:
             entries = read_file_source_log(checkpoint, source_id)
-        except (CheckpointError, OSError) as error:
-            self._warn(stream, f"cannot read the file-source log of `{checkpoint}`: {error}")
+            landed = _list_files(landing)
+        except (StreamopsError, OSError) as error:
+            self._warn(stream, f"cannot compare `{landing}` with the file-source log of `{checkpoint}`: {error}")
             return None
         taken = {
-            _local_path(e.path)
+            _identity(Location.of(e.path))
             for e in entries
             if processed_through is None or e.batch_id <= int(processed_through)
         }
         newest_ms = max((e.timestamp_ms for e in entries), default=0)
-        oldest_allowed = newest_ms / 1000.0 - FILE_SOURCE_MAX_AGE_SECONDS
+        oldest_allowed_ms = newest_ms - FILE_SOURCE_MAX_AGE_SECONDS * 1000
         pending = [
-            (path, stat)
-            for path, stat in _list_files(landing)
-            if path not in taken and stat.st_mtime >= oldest_allowed
+            entry
+            for entry in landed
+            if _identity(landing / entry.name) not in taken and entry.mtime_ms >= oldest_allowed_ms
         ]
         if not pending:
             return NO_BACKLOG
-        oldest = min(stat.st_mtime for _, stat in pending)
+        oldest = min(entry.mtime_ms for entry in pending) / 1000.0
         return Backlog(
             versions=0,
             files=len(pending),
-            bytes=sum(stat.st_size for _, stat in pending),
+            bytes=sum(entry.size for entry in pending),
             seconds=max(0.0, now - oldest),
         )
 
@@ -271,35 +271,24 @@ def _json_or_none(text: str | None) -> Any:
         return text
 
 
-def _file_source_dir(description: str) -> Path | None:
-    """`FileStreamSource[file:/landing]` -> /landing (local paths only)."""
+def _file_source_dir(description: str) -> Location | None:
+    """`FileStreamSource[file:/landing]` -> /landing; `s3a://bucket/landing` -> that prefix."""
     inner = description[len(FILE_SOURCE_PREFIX) :].rstrip("]")
-    parsed = urlparse(inner)
-    if parsed.scheme not in ("", "file"):
+    try:
+        return Location.of(inner)
+    except StreamopsError:
         return None
-    return Path(unquote(parsed.path)).resolve()
 
 
-def _local_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
+def _identity(location: Location) -> tuple[str, str, str]:
+    """The same file however a URI spells it (`s3a://` and `s3://`, `file:/x` and `/x`)."""
+    return location.root.kind, location.root.container, location.key
 
 
-def _list_files(root: Path) -> list[tuple[str, os.stat_result]]:
+def _list_files(root: Location) -> list[Entry]:
     """Data files Spark's file source would list: recursive, skipping `_` and `.` names."""
-    found: list[tuple[str, os.stat_result]] = []
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(("_", ".")):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.is_file():
-                found.append((str(Path(entry.path).resolve()), entry.stat()))
-    return found
+    return [
+        entry
+        for entry in root.walk()
+        if not any(part.startswith(("_", ".")) for part in entry.name.split("/"))
+    ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,6 +30,7 @@ from monitor.progress_worker import ProgressWorker
 from monitor.source_backlog import SourceBacklog
 from monitor.status_rules import DEFAULT_POLICY, StatusPolicy, StatusVerdict, evaluate
 from streamops.lake_layout import LakeLayout
+from streamops.storage.location import LocationLike
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -149,13 +149,13 @@ class StreamMonitor:
 
     # -- what the pipeline tells the monitor ----------------------------------------------------
 
-    def register_source_table(self, stream: str, table: Path) -> None:
+    def register_source_table(self, stream: str, table: LocationLike) -> None:
         """The Delta table `stream` reads, so its backlog is measured without a lake scan."""
-        self._backlog.register_table(stream, Path(table))
+        self._backlog.register_table(stream, table)
 
-    def register_checkpoint(self, stream: str, checkpoint: Path) -> None:
+    def register_checkpoint(self, stream: str, checkpoint: LocationLike) -> None:
         """Where `stream` checkpoints, for the backlog of a file source outside the lake layout."""
-        self._backlog.register_checkpoint(stream, Path(checkpoint))
+        self._backlog.register_checkpoint(stream, checkpoint)
 
     def record_table_commit(self, commit: TableCommit) -> None:
         self._fleet.record_table_commit(commit)

@@ -14,10 +14,8 @@ checkpoints cheap; the listings still cover every file.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 from typing import Callable, Literal, TypeVar
 
 import orjson
@@ -38,6 +36,7 @@ from streamops.metadata_log import (
     LogListing,
     LogProblem,
     as_problem,
+    checksum_name,
     crc_problem,
     list_log,
 )
@@ -49,6 +48,8 @@ from streamops.offset_log import (
     parse_commit,
     parse_offsets,
 )
+from streamops.storage.entries import DirListing
+from streamops.storage.location import Location, LocationLike
 
 METADATA_FILE = "metadata"
 OFFSETS_DIR = "offsets"
@@ -106,7 +107,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    path: Path
+    path: Location
     query_id: str | None
     metadata_problem: LogProblem | None
     offsets_listing: LogListing
@@ -174,7 +175,8 @@ class Checkpoint:
         return changes
 
     def file_source_log(self, source_id: str) -> FileSourceLog:
-        return scan_file_source_log(self.path, source_id)
+        listing = next((info.listing for info in self.source_logs if info.source_id == source_id), None)
+        return scan_file_source_log(self.path, source_id, listing)
 
     def _start(self, batch_id: int) -> tuple[SourceOffset, ...] | None:
         if batch_id == 0:
@@ -185,19 +187,20 @@ class Checkpoint:
 
 
 def read_checkpoint(
-    path: str | Path, last_batches: int | None = None, verify_crc: bool = True
+    path: LocationLike, last_batches: int | None = None, verify_crc: bool = True
 ) -> Checkpoint:
     """Read a checkpoint; `last_batches` limits parsing to the newest N batches (plus the one
     before them, whose offsets are the first batch's start)."""
-    root = Path(path)
-    if not root.is_dir():
+    root = Location.of(path)
+    top = root.list_dir()
+    if top.is_empty and not (root.is_local and root.is_dir()):
         raise CheckpointNotFoundError(
             f"no checkpoint at `{root}`: give the directory passed as checkpointLocation"
         )
-    offsets_listing = list_log(root / OFFSETS_DIR)
-    commits_listing = list_log(root / COMMITS_DIR)
-    query_id, metadata_problem = _read_metadata(root)
-    if metadata_problem and not offsets_listing.files and not commits_listing.files and not _looks_like_checkpoint(root):
+    offsets_listing = list_log(root / OFFSETS_DIR) if OFFSETS_DIR in top.dirs else LogListing(root / OFFSETS_DIR, ())
+    commits_listing = list_log(root / COMMITS_DIR) if COMMITS_DIR in top.dirs else LogListing(root / COMMITS_DIR, ())
+    query_id, metadata_problem = _read_metadata(root, top)
+    if metadata_problem and not offsets_listing.files and not commits_listing.files and not _looks_like_checkpoint(top):
         raise CheckpointNotFoundError(
             f"`{root}` is not a Spark checkpoint (no metadata, offsets or commits)"
         )
@@ -217,8 +220,8 @@ def read_checkpoint(
         offsets=offsets,
         commits=commits,
         problems=tuple(problems),
-        source_logs=_source_logs(root),
-        state=_state_info(root / STATE_DIR),
+        source_logs=_source_logs(root) if SOURCES_DIR in top.dirs else (),
+        state=_state_info(root / STATE_DIR) if STATE_DIR in top.dirs else StateStoreInfo(False),
         window_start=window_start,
     )
 
@@ -246,19 +249,21 @@ def _parse_log(
         parsed[entry.batch_id] = entry
         if entry.version_problem:
             problems.append(entry.version_problem)
-        if verify_crc and (problem := crc_problem(log_file.path)):
+        if verify_crc and checksum_name(log_file.path) in listing.checksums and (problem := crc_problem(log_file.path)):
             problems.append(problem)
     return parsed
 
 
-def read_query_id(path: str | Path) -> str | None:
+def read_query_id(path: LocationLike) -> str | None:
     """The query id recorded in `<checkpoint>/metadata`, or None when it is missing or unreadable."""
-    return _read_metadata(Path(path))[0]
+    return _read_metadata(Location.of(path))[0]
 
 
-def _read_metadata(root: Path) -> tuple[str | None, LogProblem | None]:
+def _read_metadata(root: Location, top: DirListing | None = None) -> tuple[str | None, LogProblem | None]:
     path = root / METADATA_FILE
     try:
+        if top is not None and METADATA_FILE not in {f.name for f in top.files}:
+            raise FileNotFoundError(str(path))
         data = path.read_bytes()
     except FileNotFoundError:
         return None, LogProblem(path, "missing", f"`{path}` is missing: the query id is lost")
@@ -273,39 +278,33 @@ def _read_metadata(root: Path) -> tuple[str | None, LogProblem | None]:
         return None, LogProblem(path, "corrupt", f"`{path}` does not hold {{\"id\": <query id>}}")
 
 
-def _looks_like_checkpoint(root: Path) -> bool:
-    return any((root / name).exists() for name in (OFFSETS_DIR, COMMITS_DIR, SOURCES_DIR, STATE_DIR))
+def _looks_like_checkpoint(top: DirListing) -> bool:
+    return any(name in top.dirs for name in (OFFSETS_DIR, COMMITS_DIR, SOURCES_DIR, STATE_DIR))
 
 
-def _source_logs(root: Path) -> tuple[SourceLogInfo, ...]:
+def _source_logs(root: Location) -> tuple[SourceLogInfo, ...]:
     sources_root = root / SOURCES_DIR
-    if not sources_root.is_dir():
-        return ()
     infos = []
-    for entry in sorted(os.scandir(sources_root), key=lambda e: (not e.name.isdigit(), e.name.zfill(12))):
-        if not entry.is_dir():
-            continue
-        directory = Path(entry.path)
+    for name in sorted(sources_root.list_dir().dirs, key=lambda n: (not n.isdigit(), n.zfill(12))):
+        listing = list_log(sources_root / name)
         try:
-            kind: SourceLogKind = "file_source" if is_file_source_log(directory) else "other"
+            kind: SourceLogKind = "file_source" if is_file_source_log(listing) else "other"
         except NotAFileSourceLogError:
             kind = "other"
-        infos.append(SourceLogInfo(entry.name, kind, list_log(directory)))
+        infos.append(SourceLogInfo(name, kind, listing))
     return tuple(infos)
 
 
-def _state_info(state_root: Path) -> StateStoreInfo:
-    if not state_root.is_dir():
-        return StateStoreInfo(False)
-    operators = sorted(e.name for e in os.scandir(state_root) if e.is_dir() and e.name.isdigit())
+def _state_info(state_root: Location) -> StateStoreInfo:
+    operators = sorted(name for name in state_root.list_dir().dirs if name.isdigit())
     partitions = 0
     latest: int | None = None
     for operator in operators:
-        parts = [e for e in os.scandir(state_root / operator) if e.is_dir() and e.name.isdigit()]
+        parts = [name for name in (state_root / operator).list_dir().dirs if name.isdigit()]
         partitions = max(partitions, len(parts))
         for part in parts[:1]:
-            for name in os.listdir(part.path):
-                stem = name.split(".", 1)[0]
+            for entry in (state_root / operator / part).list_dir().files:
+                stem = entry.name.split(".", 1)[0]
                 if stem.isdigit():
                     latest = max(latest or 0, int(stem))
     return StateStoreInfo(True, tuple(operators), partitions, latest)

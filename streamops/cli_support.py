@@ -52,7 +52,9 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_lake_option(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument("--lake", required=required, help="root directory of the lake")
+    parser.add_argument(
+        "--lake", required=required, help="root of the lake: a directory or a URI (s3://, gs://, az://, abfss://)"
+    )
 
 
 def print_json(payload: Any) -> None:

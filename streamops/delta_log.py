@@ -3,14 +3,14 @@
 delta-rs answers table-level questions (table id, latest version, txn versions, history); the
 actions of one specific commit are read from its `_delta_log/<version>.json` file, which is the
 only place Delta keeps "which files did version N add". The streaming source, checkpoint_tools
-and the monitor all read commits through this module.
+and the monitor all read commits through this module. A table is a `Location` (local or object
+store); delta-rs opens it with the storage options of our storage layer, so both see the same
+endpoint and credentials.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote
 
@@ -21,6 +21,7 @@ from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
 from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
+from streamops.storage.location import Location, LocationLike
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def commit_file_name(version: int) -> str:
     return f"{version:020d}.json"
 
 
-def data_file_path(table: str | Path, path: str) -> str:
+def data_file_path(table: LocationLike, path: str) -> str:
     """Where the file of an `add` action lives.
 
     Delta writes a relative path URL-encoded (a partition value `a b` is the directory `p=a%20b`
@@ -86,7 +87,7 @@ def data_file_path(table: str | Path, path: str) -> str:
     """
     if "://" in path or path.startswith("/"):
         return path
-    return f"{str(table).rstrip('/')}/{unquote(path)}"
+    return f"{str(Location.of(table)).rstrip('/')}/{unquote(path)}"
 
 
 def parse_commit(version: int, text: bytes) -> Commit:
@@ -135,19 +136,23 @@ def _num_records(stats: str | None) -> int | None:
 class DeltaLog:
     """The log of one table. Cheap to create; call `refresh()` to see new commits."""
 
-    def __init__(self, table: str | Path) -> None:
-        self.table = Path(table)
+    def __init__(self, table: LocationLike) -> None:
+        self.table = Location.of(table)
         self._log_dir = self.table / DELTA_LOG_DIR
         self._dt: DeltaTable | None = None
 
     def exists(self) -> bool:
-        return DeltaTable.is_deltatable(str(self.table))
+        return DeltaTable.is_deltatable(str(self.table), storage_options=self.table.storage_options())
+
+    def open_version(self, version: int | None = None) -> DeltaTable:
+        """A new delta-rs handle on the table (at `version`), with our storage options."""
+        return DeltaTable(str(self.table), version=version, storage_options=self.table.storage_options())
 
     @property
     def delta_table(self) -> DeltaTable:
         if self._dt is None:
             try:
-                self._dt = DeltaTable(str(self.table))
+                self._dt = self.open_version()
             except _DeltaRsTableNotFound as error:
                 raise TableNotFoundError(
                     f"no Delta table at `{self.table}`: check the path, or create the table first"
@@ -187,7 +192,7 @@ class DeltaLog:
         """The oldest commit whose JSON is still in the log (log cleanup moves this forward)."""
         versions = [
             int(name[:-5])
-            for name in os.listdir(self._log_dir)
+            for name in self._log_names()
             if name.endswith(".json") and name[:-5].isdigit()
         ]
         if not versions:
@@ -199,7 +204,7 @@ class DeltaLog:
         still rebuild (a checkpoint with the commits after it, or commit 0). One listing."""
         commits: list[int] = []
         checkpoints: list[int] = []
-        for name in os.listdir(self._log_dir):
+        for name in self._log_names():
             stem = name.split(".", 1)[0]
             if not stem.isdigit():
                 continue
@@ -213,6 +218,13 @@ class DeltaLog:
         rebuildable = [c for c in checkpoints if c + 1 >= earliest]
         earliest_snapshot = earliest if earliest == 0 else min(rebuildable, default=max(commits))
         return LogRetention(earliest, earliest_snapshot, max(commits))
+
+    def _log_names(self) -> list[str]:
+        """Names in `_delta_log` (one paginated LIST on an object store); missing: FileNotFoundError."""
+        listing = self._log_dir.list_dir()
+        if listing.is_empty and not (self._log_dir.is_local and self._log_dir.is_dir()):
+            raise FileNotFoundError(f"no Delta log at `{self._log_dir}`")
+        return [entry.name for entry in listing.files]
 
     def commit(self, version: int) -> Commit:
         path = self._log_dir / commit_file_name(version)

@@ -150,11 +150,9 @@ class DeltaFileIndex:
         """Live files of the snapshot at `version`, ordered as Delta's starting snapshot is."""
         files = self._snapshot_files.get(version)
         if files is None:
-            from deltalake import DeltaTable
-
             import pyarrow as pa
 
-            actions = DeltaTable(str(self.log.table), version=version).get_add_actions(flatten=True)
+            actions = self.log.open_version(version).get_add_actions(flatten=True)
             rows = pa.table(actions).to_pylist()
             files = tuple(
                 sorted(

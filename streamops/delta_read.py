@@ -13,52 +13,42 @@ destructor: `std::terminate`, "terminate called without an active exception", SI
 134 — after the command had finished its work. With Arrow's own `LocalFileSystem` the scan
 holds no Python object, so its teardown never needs the interpreter, whenever it happens.
 
-Local tables only (the lake is a local directory): for any other URI the reader falls back to
-deltalake's default filesystem.
+The same holds for tables on object stores: their Parquet files are read through Arrow's
+native S3, Azure or GCS filesystem, configured from the storage layer's options
+(`streamops.storage.arrow_filesystem`), never through a Python file object.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import pyarrow as pa
-import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 
-
-def local_root(table: DeltaTable) -> str | None:
-    """The table's directory on this machine, or None when it lives elsewhere (s3://, ...)."""
-    uri = table.table_uri
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return url2pathname(parsed.path)
-    if parsed.scheme == "":
-        return uri
-    return None
+from streamops.storage.arrow_filesystem import arrow_filesystem
+from streamops.storage.location import Location, LocationLike
 
 
-def arrow_filesystem(table: DeltaTable) -> pa_fs.FileSystem | None:
-    """A native Arrow filesystem rooted at the table (the file paths delta-rs hands pyarrow are
-    relative to the table root and already decoded to their on-disk spelling), or None for
-    deltalake's default."""
-    root = local_root(table)
-    if root is None:
-        return None
-    return pa_fs.SubTreeFileSystem(str(Path(root).resolve()), pa_fs.LocalFileSystem())
+def open_table(table: LocationLike) -> DeltaTable:
+    """delta-rs's handle on a table anywhere, with the storage layer's options."""
+    location = Location.of(table)
+    return DeltaTable(str(location), storage_options=location.storage_options())
+
+
+def is_table(table: LocationLike) -> bool:
+    location = Location.of(table)
+    return DeltaTable.is_deltatable(str(location), storage_options=location.storage_options())
 
 
 def read_delta(
-    table: DeltaTable | str | Path,
+    table: DeltaTable | LocationLike,
     columns: Sequence[str] | None = None,
     filters: Any = None,
 ) -> pa.Table:
-    """`DeltaTable.to_pyarrow_table(columns, filters)`, read through `arrow_filesystem`."""
-    dt = table if isinstance(table, DeltaTable) else DeltaTable(str(table))
+    """`DeltaTable.to_pyarrow_table(columns, filters)`, read through Arrow's native filesystem."""
+    dt = table if isinstance(table, DeltaTable) else open_table(table)
     return dt.to_pyarrow_table(
         columns=list(columns) if columns is not None else None,
         filters=filters,
-        filesystem=arrow_filesystem(dt),
+        filesystem=arrow_filesystem(Location.of(dt.table_uri)),
     )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -32,11 +31,12 @@ from streamops.metadata_log import (
     LogListing,
     LogProblem,
     as_problem,
+    create_log_file,
     list_log,
     read_versioned,
     remove_log_file,
-    write_log_file,
 )
+from streamops.storage.location import Location, LocationLike
 
 SOURCES_DIR = "sources"
 KNOWN_VERSIONS = (1,)
@@ -63,7 +63,7 @@ class FileSourceLog:
     """Everything one file-source log holds, with what could not be read."""
 
     source_id: str
-    directory: Path
+    directory: Location
     entries: tuple[FileSourceEntry, ...]
     listing: LogListing
     problems: tuple[LogProblem, ...] = ()
@@ -92,11 +92,11 @@ class FileSourceLog:
         return None
 
 
-def source_dir(checkpoint_dir: Path, source_id: int | str) -> Path:
-    return Path(checkpoint_dir) / SOURCES_DIR / str(source_id)
+def source_dir(checkpoint_dir: LocationLike, source_id: int | str) -> Location:
+    return Location.of(checkpoint_dir) / SOURCES_DIR / str(source_id)
 
 
-def read_file_source_log(checkpoint_dir: Path, source_id: int | str = 0) -> list[FileSourceEntry]:
+def read_file_source_log(checkpoint_dir: LocationLike, source_id: int | str = 0) -> list[FileSourceEntry]:
     """Every file the file source with this id has taken, in batch order.
 
     Returns [] when the source has not taken a file yet. Raises `NotAFileSourceLogError` when
@@ -114,13 +114,17 @@ def read_file_source_log(checkpoint_dir: Path, source_id: int | str = 0) -> list
     return list(log.entries)
 
 
-def scan_file_source_log(checkpoint_dir: Path, source_id: int | str = 0) -> FileSourceLog:
-    """Read a file-source log tolerantly: unreadable files become `problems`."""
-    checkpoint_dir = Path(checkpoint_dir)
-    if not checkpoint_dir.is_dir():
-        raise CheckpointNotFoundError(f"no checkpoint directory at `{checkpoint_dir}`")
+def scan_file_source_log(
+    checkpoint_dir: LocationLike, source_id: int | str = 0, listing: LogListing | None = None
+) -> FileSourceLog:
+    """Read a file-source log tolerantly: unreadable files become `problems`. A caller that has
+    already listed the log passes `listing` (one LIST less on an object store)."""
+    checkpoint_dir = Location.of(checkpoint_dir)
     directory = source_dir(checkpoint_dir, source_id)
-    listing = list_log(directory)
+    if listing is None:
+        listing = list_log(directory)
+        if not listing.files and not checkpoint_dir.is_dir():
+            raise CheckpointNotFoundError(f"no checkpoint directory at `{checkpoint_dir}`")
     entries: list[FileSourceEntry] = []
     problems: list[LogProblem] = []
     base = _newest_readable_compact(listing, entries, problems)
@@ -144,9 +148,8 @@ def scan_file_source_log(checkpoint_dir: Path, source_id: int | str = 0) -> File
     return FileSourceLog(str(source_id), directory, tuple(entries), listing, tuple(problems))
 
 
-def is_file_source_log(directory: Path) -> bool:
-    """True when the newest file of `directory` holds file-source entries."""
-    listing = list_log(directory)
+def is_file_source_log(listing: LogListing) -> bool:
+    """True when the newest readable file of the listed directory holds file-source entries."""
     for log_file in reversed(listing.files):
         try:
             _read_entries(log_file)
@@ -165,6 +168,12 @@ def truncate_file_source_log(log: FileSourceLog, keep_before: int) -> list[str]:
     dropping batches >= `keep_before` the compact file and the plain files after it that Spark
     expects must exist; files Spark had already deleted are rewritten from the entries kept.
     Returns a description of every change, in order.
+
+    Safe to interrupt at any point, on disks and object stores alike: files are written first
+    (only if absent: they hold entries of batches that stay, so an extra one changes nothing
+    Spark reads), then the dropped batches are removed newest first, so the log is always a
+    prefix Spark can read (longer than asked for, at worst, as after a crash between Spark's
+    source-log write and its offsets write). Run again to finish an interrupted cut.
     """
     kept = [e for e in log.entries if e.batch_id < keep_before]
     interval = log.compact_interval
@@ -174,13 +183,22 @@ def truncate_file_source_log(log: FileSourceLog, keep_before: int) -> list[str]:
             "cannot cut the log back safely"
         )
     actions: list[str] = []
-    for log_file in log.listing.files:
+    latest = keep_before - 1
+    if latest >= 0:
+        actions.extend(_write_missing(log, kept, keep_before, interval))
+    for log_file in sorted(log.listing.files, key=lambda f: (f.batch_id, f.compact), reverse=True):
         if log_file.batch_id >= keep_before:
             remove_log_file(log_file.path)
             actions.append(f"removed {log_file.path}")
+    return actions
+
+
+def _write_missing(
+    log: FileSourceLog, kept: list[FileSourceEntry], keep_before: int, interval: int | None
+) -> list[str]:
+    """The compact file and plain files Spark expects below `keep_before` that are gone."""
     latest = keep_before - 1
-    if latest < 0:
-        return actions
+    actions = []
     remaining = [f.batch_id for f in log.listing.files if f.compact and f.batch_id < keep_before]
     if remaining:
         anchor = max(remaining)
@@ -195,9 +213,10 @@ def truncate_file_source_log(log: FileSourceLog, keep_before: int) -> list[str]:
     by_batch: dict[int, list[FileSourceEntry]] = {}
     for entry in kept:
         by_batch.setdefault(entry.batch_id, []).append(entry)
+    present = {f.batch_id for f in log.listing.files if not f.compact}
     for batch_id in range(anchor + 1, latest + 1):
-        path = log.directory / str(batch_id)
-        if not path.exists():
+        if batch_id not in present:
+            path = log.directory / str(batch_id)
             _write_entries(path, by_batch.get(batch_id, []))
             actions.append(f"wrote {path}")
     return actions
@@ -242,6 +261,6 @@ def _read_entries(log_file: LogFile) -> list[FileSourceEntry]:
     return entries
 
 
-def _write_entries(path: Path, entries: Iterable[FileSourceEntry]) -> None:
+def _write_entries(path: Location, entries: Iterable[FileSourceEntry]) -> None:
     body = "\n".join(["v1", *(e.to_json_line() for e in entries)])
-    write_log_file(path, body.encode("utf-8"))
+    create_log_file(path, body.encode("utf-8"))

@@ -1,16 +1,18 @@
 """Where every table and checkpoint of a lake lives: the one place paths are spelled.
 
 The layout is a user-facing contract (documented in the README), so every package asks this
-module for a path instead of joining strings itself.
+module for a path instead of joining strings itself. Paths are `Location`s: the lake can be a
+local directory or a URI (`s3://bucket/lake`, `abfss://...`, `gs://...`), and discovering its
+checkpoints and tables costs one LIST per directory level on an object store.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from streamops.exceptions import StreamopsError
+from streamops.storage.location import Location, LocationLike
 
 BRONZE_STREAM = "bronze"
 MANAGEMENT_STREAM = "management"
@@ -24,6 +26,10 @@ STREAM_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 
 class InvalidNameError(StreamopsError):
     """A name that would be used as a directory is not safe to use as one."""
+
+
+class LakeNotFoundError(StreamopsError):
+    """The lake root does not exist, or holds nothing the tools can read."""
 
 
 def is_valid_event_type(name: object) -> bool:
@@ -58,75 +64,78 @@ def _printable(name: object) -> str:
 class LakeLayout:
     """Paths of one lake. `root` is a local directory (the embedded default) or a URI."""
 
-    root: Path
+    root: Location
 
     @classmethod
-    def at(cls, root: str | Path) -> "LakeLayout":
-        return cls(Path(root).expanduser().resolve())
+    def at(cls, root: LocationLike) -> "LakeLayout":
+        return cls(Location.of(root))
+
+    def require(self) -> "LakeLayout":
+        """This layout, once its root is known to exist (one LIST on an object store)."""
+        if not self.root.is_dir():
+            raise LakeNotFoundError(
+                f"no lake at `{self.root}`: the path does not exist or holds nothing; check --lake"
+            )
+        return self
 
     @property
-    def bronze_events(self) -> Path:
+    def bronze_events(self) -> Location:
         return self.root / "bronze" / "events"
 
     @property
-    def bronze_quarantine(self) -> Path:
+    def bronze_quarantine(self) -> Location:
         return self.root / "bronze" / "quarantine"
 
     @property
-    def silver_root(self) -> Path:
+    def silver_root(self) -> Location:
         return self.root / "silver"
 
-    def silver(self, event_type: str) -> Path:
+    def silver(self, event_type: str) -> Location:
         return self.silver_root / _checked(event_type, EVENT_TYPE_PATTERN, "event type")
 
     @property
-    def system_root(self) -> Path:
+    def system_root(self) -> Location:
         return self.root / "_system"
 
     @property
-    def schema_registry(self) -> Path:
+    def schema_registry(self) -> Location:
         return self.system_root / "schema_registry"
 
     @property
-    def schema_alerts(self) -> Path:
+    def schema_alerts(self) -> Location:
         return self.system_root / "schema_alerts"
 
     @property
-    def event_groups(self) -> Path:
+    def event_groups(self) -> Location:
         return self.system_root / "event_groups"
 
     @property
-    def query_progress(self) -> Path:
+    def query_progress(self) -> Location:
         return self.system_root / "query_progress"
 
     @property
-    def checkpoints_root(self) -> Path:
+    def checkpoints_root(self) -> Location:
         return self.root / "_checkpoints"
 
-    def checkpoint(self, stream: str) -> Path:
+    def checkpoint(self, stream: str) -> Location:
         return self.checkpoints_root / _checked(stream, STREAM_NAME_PATTERN, "stream name")
 
-    def checkpoint_dirs(self) -> list[Path]:
+    def checkpoint_dirs(self) -> list[Location]:
         """Every checkpoint directory present, sorted by stream name.
 
         Hidden directories (`.bronze.backup-...`, left by `checkpoint rewind`) are not streams:
         a stream name never starts with a dot.
         """
-        if not self.checkpoints_root.is_dir():
-            return []
-        return sorted(
-            p for p in self.checkpoints_root.iterdir() if p.is_dir() and not p.name.startswith(".")
-        )
+        return [p for p in self.checkpoints_root.subdirs() if not p.name.startswith(".")]
 
-    def table_dirs(self) -> list[Path]:
+    def table_dirs(self) -> list[Location]:
         """Every Delta table present in the lake (bronze, silver/*, _system/*)."""
         candidates = [self.bronze_events, self.bronze_quarantine]
         for parent in (self.silver_root, self.system_root):
-            if parent.is_dir():
-                candidates.extend(sorted(p for p in parent.iterdir() if p.is_dir()))
-        return [p for p in candidates if (p / DELTA_LOG_DIR).is_dir()]
+            candidates.extend(parent.subdirs())
+        return [p for p in candidates if DELTA_LOG_DIR in p.list_dir().dirs]
 
-    def stream_source_table(self, stream: str) -> Path | None:
+    def stream_source_table(self, stream: str) -> Location | None:
         """The Delta table a pipeline stream reads, or None for the file-sourced bronze stream."""
         if stream.startswith(SILVER_STREAM_PREFIX):
             return self.bronze_events

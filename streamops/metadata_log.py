@@ -4,19 +4,19 @@ Spark writes one file per batch id (`12`), compacted logs as `19.compact`, a Had
 sidecar per file (`.12.crc`) and, while writing, a hidden temporary (`.12.<uuid>.tmp`) that is
 renamed into place. Each file starts with a version line (`v1`). This module lists and reads
 those files without interpreting their bodies, and reports what is wrong with one as data
-(`LogProblem`) so a single bad file never hides the rest of a checkpoint.
+(`LogProblem`) so a single bad file never hides the rest of a checkpoint. Directories are
+`Location`s: a local directory, or a prefix in an object store listed in one paginated LIST.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from streamops.exceptions import MalformedLogFileError
+from streamops.storage.location import Location, LocationLike
 
 ProblemKind = Literal[
     "empty", "truncated", "corrupt", "crc_mismatch", "unknown_version", "unreadable", "missing"
@@ -30,7 +30,7 @@ CRC_MAGIC = b"crc\x00"
 class LogProblem:
     """Something wrong with one checkpoint file, in words an operator can act on."""
 
-    path: Path
+    path: Location
     kind: ProblemKind
     detail: str
 
@@ -41,7 +41,7 @@ class LogProblem:
 @dataclass(frozen=True)
 class LogFile:
     batch_id: int
-    path: Path
+    path: Location
     compact: bool
     size: int
     mtime_ms: int
@@ -51,9 +51,11 @@ class LogFile:
 class LogListing:
     """The batch files of one log directory, in batch order, plus leftover temporaries."""
 
-    directory: Path
+    directory: Location
     files: tuple[LogFile, ...]
-    temp_files: tuple[Path, ...] = ()
+    temp_files: tuple[Location, ...] = ()
+    checksums: frozenset[str] = frozenset()
+    """Names of the Hadoop checksum sidecars present (`.12.crc`): only those are read."""
 
     @property
     def batch_ids(self) -> tuple[int, ...]:
@@ -78,31 +80,30 @@ class VersionedText:
     lines: tuple[str, ...]
 
 
-def list_log(directory: Path) -> LogListing:
+def list_log(directory: LocationLike) -> LogListing:
     """List `directory` the way Spark's HDFSMetadataLog sees it (a missing directory is empty)."""
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return LogListing(directory, ())
+    directory = Location.of(directory)
     files: list[LogFile] = []
-    temps: list[Path] = []
-    for entry in entries:
+    temps: list[Location] = []
+    checksums: set[str] = set()
+    for entry in directory.list_dir().files:
         name = entry.name
         if name.startswith("."):
             if name.endswith(".tmp"):
-                temps.append(Path(entry.path))
+                temps.append(directory / name)
+            elif name.endswith(".crc"):
+                checksums.add(name)
             continue
         compact = name.endswith(COMPACT_SUFFIX)
         stem = name[: -len(COMPACT_SUFFIX)] if compact else name
-        if not stem.isdigit() or not entry.is_file():
+        if not stem.isdigit():
             continue
-        stat = entry.stat()
-        files.append(LogFile(int(stem), Path(entry.path), compact, stat.st_size, int(stat.st_mtime * 1000)))
+        files.append(LogFile(int(stem), directory / name, compact, entry.size, entry.mtime_ms))
     files.sort(key=lambda f: (f.batch_id, f.compact))
-    return LogListing(directory, tuple(files), tuple(sorted(temps)))
+    return LogListing(directory, tuple(files), tuple(sorted(temps)), frozenset(checksums))
 
 
-def read_versioned(path: Path, known_versions: tuple[int, ...]) -> tuple[VersionedText, LogProblem | None]:
+def read_versioned(path: Location, known_versions: tuple[int, ...]) -> tuple[VersionedText, LogProblem | None]:
     """Split a log file into version and lines.
 
     Raises `MalformedLogFileError` when the file cannot be used at all; returns an
@@ -137,13 +138,18 @@ def read_versioned(path: Path, known_versions: tuple[int, ...]) -> tuple[Version
     return VersionedText(version, tuple(lines[1:])), problem
 
 
-def crc_problem(path: Path) -> LogProblem | None:
+def checksum_name(path: Location) -> str:
+    return f".{path.name}.crc"
+
+
+def crc_problem(path: LocationLike) -> LogProblem | None:
     """Check `path` against the Hadoop checksum sidecar Spark wrote next to it (`.name.crc`).
 
     The sidecar holds a CRC32 per 512-byte chunk of the content as written, so a truncated,
     hand-edited or half-overwritten file no longer matches. No sidecar means nothing to check.
     """
-    sidecar = path.with_name(f".{path.name}.crc")
+    path = Location.of(path)
+    sidecar = path.with_name(checksum_name(path))
     try:
         crc = sidecar.read_bytes()
         data = path.read_bytes()
@@ -174,19 +180,32 @@ def hadoop_crc(data: bytes, chunk: int = 512) -> bytes:
     return CRC_MAGIC + struct.pack(">i", chunk) + sums
 
 
-def write_log_file(path: Path, data: bytes) -> None:
-    """Write a log file and its checksum the way Spark leaves them: temp file, then rename."""
-    temp = path.with_name(f".{path.name}.streamops.tmp")
-    temp.write_bytes(data)
-    path.with_name(f".{path.name}.crc").write_bytes(hadoop_crc(data))
-    os.replace(temp, path)
+def write_log_file(path: LocationLike, data: bytes) -> None:
+    """Replace a log file whole (local: temp file and rename; object store: one PUT), with its
+    checksum sidecar where Hadoop keeps one (always locally; on a store, where it had one)."""
+    path = Location.of(path)
+    sidecar = path.with_name(checksum_name(path))
+    if path.is_local or sidecar.is_file():
+        sidecar.write_bytes(hadoop_crc(data))
+    path.write_bytes(data)
 
 
-def remove_log_file(path: Path) -> None:
-    """Remove a log file and its checksum sidecar."""
-    path.unlink(missing_ok=True)
-    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+def create_log_file(path: Location, data: bytes) -> None:
+    """Write a log file that must not exist yet (FileExistsError otherwise): a rewrite never
+    overwrites a file a running query wrote in the meantime."""
+    path.create(data)
+    if path.is_local:
+        path.with_name(checksum_name(path)).write_bytes(hadoop_crc(data))
 
 
-def as_problem(path: Path, error: MalformedLogFileError) -> LogProblem:
+def remove_log_file(path: LocationLike) -> None:
+    """Remove a log file's checksum sidecar, then the file: interrupted in between, the file
+    is left without a sidecar (read unverified, as Spark does) rather than a sidecar without
+    its file, which nothing would ever remove."""
+    path = Location.of(path)
+    path.with_name(checksum_name(path)).delete()
+    path.delete()
+
+
+def as_problem(path: Location, error: MalformedLogFileError) -> LogProblem:
     return LogProblem(path, error.kind, str(error))  # type: ignore[arg-type]

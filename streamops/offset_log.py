@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -27,6 +26,7 @@ import orjson
 from streamops.delta_offsets import DeltaSourceOffset
 from streamops.exceptions import MalformedLogFileError
 from streamops.metadata_log import LogFile, LogProblem, read_versioned
+from streamops.storage.location import Location, LocationLike
 
 SourceKind = Literal["delta", "file", "kafka", "rate_micro_batch", "number", "unknown", "none"]
 OFFSET_LOG_VERSIONS = (1,)
@@ -208,12 +208,14 @@ def _parse_metadata(log_file: LogFile, line: str, is_last: bool) -> OffsetSeqMet
     )
 
 
-def read_batch_offsets(checkpoint: Path, batch_id: int) -> OffsetBatch | None:
+def read_batch_offsets(checkpoint: LocationLike, batch_id: int) -> OffsetBatch | None:
     """The planned offsets of one batch, or None when the file is missing or unreadable."""
-    path = Path(checkpoint) / "offsets" / str(batch_id)
+    path = Location.of(checkpoint) / "offsets" / str(batch_id)
     try:
         stat = path.stat()
-        return parse_offsets(LogFile(batch_id, path, False, stat.st_size, int(stat.st_mtime * 1000)))
+        if stat is None:
+            return None
+        return parse_offsets(LogFile(batch_id, path, False, stat.size, stat.mtime_ms))
     except (FileNotFoundError, MalformedLogFileError):
         return None
 

@@ -1,8 +1,10 @@
-"""Shared fixtures: one SparkSession for the whole test session, and a fresh lake per test."""
+"""Shared fixtures: one SparkSession for the whole test session, one lake the pipeline wrote,
+and a fresh lake per test."""
 
 from __future__ import annotations
 
 import pytest
+from built_lake import BuiltLake, build_lake
 
 from streamops.lake_layout import LakeLayout
 
@@ -29,3 +31,9 @@ def spark():
 @pytest.fixture
 def lake(tmp_path) -> LakeLayout:
     return LakeLayout.at(tmp_path / "lake")
+
+
+@pytest.fixture(scope="session")
+def built_lake(spark, tmp_path_factory) -> BuiltLake:
+    """A lake the real pipeline wrote (read-only for every test that uses it)."""
+    return build_lake(spark, tmp_path_factory.mktemp("built_lake"))

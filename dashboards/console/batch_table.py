@@ -7,10 +7,11 @@ by identity by checkpoint_tools; the progress log adds what Spark measured for t
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from streamops.storage.location import Location
 
 BATCH_COLUMNS = [
     "batch_id",
@@ -32,12 +33,10 @@ def _time(ms: int | None) -> pd.Timestamp | None:
     return None if ms is None else pd.Timestamp(ms, unit="ms", tz="UTC")
 
 
-def table_name(table: str, lake_root: Path) -> str:
-    """`silver/match_end` rather than the absolute path: what the user knows the table by."""
-    try:
-        return Path(table).relative_to(lake_root).as_posix()
-    except ValueError:
-        return table
+def table_name(table: str, lake_root: Location) -> str:
+    """`silver/match_end` rather than the absolute path or URI: what the user knows the table by."""
+    relative = Location.of(table).relative_to(lake_root)
+    return relative if relative else table
 
 
 def version_range(versions: list[int]) -> str:
@@ -47,7 +46,7 @@ def version_range(versions: list[int]) -> str:
     return f"{low}" if low == high else f"{low}-{high}"
 
 
-def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Path) -> pd.DataFrame:
+def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Location) -> pd.DataFrame:
     """Newest batch first. `rows_read`/`duration_ms` come from the newest progress row of each
     batch id (a replayed batch has one per attempt)."""
     measured = history.drop_duplicates("batch_id", keep="last").set_index("batch_id") if len(history) else None
@@ -82,7 +81,7 @@ def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Pa
     return frame.sort_values("batch_id", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def sink_commit_rows(correlation: dict[str, Any], lake_root: Path) -> pd.DataFrame:
+def sink_commit_rows(correlation: dict[str, Any], lake_root: Location) -> pd.DataFrame:
     """Every sink commit of the correlated batches: a stream writing several tables has several."""
     records = [
         {
@@ -118,7 +117,7 @@ def landing_file_rows(correlation: dict[str, Any]) -> pd.DataFrame:
     records = [
         {
             "batch_id": f["batch_id"],
-            "file": Path(f["path"]).name,
+            "file": f["path"].rsplit("/", 1)[-1],
             "committed": f["committed"],
             "modified_at": _time(f["modified_ms"]),
             "planned_at": _time(f["discovered_ms"]),

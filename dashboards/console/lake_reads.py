@@ -15,12 +15,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
-from deltalake import DeltaTable
 
 from checkpoint_tools.correlation import correlate
 from checkpoint_tools.doctor import checkpoint_targets, diagnose
@@ -29,8 +27,9 @@ from dashboards.console import LAKE_ENV
 from dashboards.exceptions import ConsoleError
 from monitor.fleet_status import StreamStatusRow, fleet_status
 from monitor.progress_log import PHASE_COLUMNS, ProgressLog
-from streamops.delta_read import read_delta
+from streamops.delta_read import is_table, read_delta
 from streamops.lake_layout import LakeLayout, is_valid_event_type
+from streamops.storage.location import Location
 
 CACHE_SECONDS = 10
 TREND_MINUTES = 60
@@ -60,8 +59,8 @@ def console_lake() -> LakeLayout:
     root = os.environ.get(LAKE_ENV)
     if not root:
         raise ConsoleError(f"no lake given: start the console with `streamops console --lake DIR` (or set {LAKE_ENV})")
-    if not Path(root).is_dir():
-        raise ConsoleError(f"the lake directory `{root}` does not exist: check --lake")
+    if not Location.of(root).is_dir():
+        raise ConsoleError(f"the lake `{root}` does not exist: check --lake")
     return LakeLayout.at(root)
 
 
@@ -162,15 +161,15 @@ def checkpoint_streams(root: str) -> list[str]:
 # -- tables (delta-rs) ----------------------------------------------------------------------------
 
 
-def _read(path: Path, columns: Sequence[str] | None = None, filters: list[tuple] | None = None) -> pd.DataFrame | None:
+def _read(path: Location, columns: Sequence[str] | None = None, filters: list[tuple] | None = None) -> pd.DataFrame | None:
     """The table as a frame, or None while it does not exist yet (a lake still starting)."""
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_table(path):
         return None
     table = read_delta(path, columns=list(columns) if columns else None, filters=filters)
     return table.to_pandas()
 
 
-def _read_sorted(path: Path, by: str | list[str], ascending: bool = True) -> pd.DataFrame | None:
+def _read_sorted(path: Location, by: str | list[str], ascending: bool = True) -> pd.DataFrame | None:
     frame = _read(path)
     return None if frame is None else frame.sort_values(by, ascending=ascending, kind="stable")
 

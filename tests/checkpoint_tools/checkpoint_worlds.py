@@ -134,11 +134,11 @@ def build_delta_world(spark, root: Path) -> World:
     """Versions 1 (3 files) and 2 (1 file) are read as the starting snapshot (4 batches), then
     versions 3 (2 files) and 4 (1 file) as commits (3 batches): 7 batches, 35 rows."""
     lake = LakeLayout.at(root / "lake")
-    source = lake.bronze_events
+    source = Path(lake.bronze_events)
     next_id = append_version(source, 0, files=3)
     next_id = append_version(source, next_id, files=1)
-    sinks = tuple(lake.silver(name) for name in EVENT_SINKS)
-    checkpoint = lake.checkpoint(SILVER_STREAM)
+    sinks = tuple(Path(lake.silver(name)) for name in EVENT_SINKS)
+    checkpoint = Path(lake.checkpoint(SILVER_STREAM))
     first, _ = run_delta_stream(spark, source, checkpoint, sinks, SILVER_STREAM)
     next_id = append_version(source, next_id, files=2)
     append_version(source, next_id, files=1)
@@ -186,15 +186,16 @@ def build_file_world(spark, root: Path, files: int = 10) -> World:
     lake = LakeLayout.at(root / "lake")
     landing = root / "landing"
     write_landing(landing, 0, files)
-    checkpoint = lake.checkpoint(BRONZE_STREAM)
-    seen, query_id = run_file_stream(spark, landing, checkpoint, lake.bronze_events, BRONZE_STREAM)
-    return World(lake, BRONZE_STREAM, checkpoint, None, (lake.bronze_events,), query_id, len(seen), landing)
+    checkpoint = Path(lake.checkpoint(BRONZE_STREAM))
+    bronze = Path(lake.bronze_events)
+    seen, query_id = run_file_stream(spark, landing, checkpoint, bronze, BRONZE_STREAM)
+    return World(lake, BRONZE_STREAM, checkpoint, None, (bronze,), query_id, len(seen), landing)
 
 
 def build_rate_world(spark, root: Path, runs: int = 3) -> World:
     """A stateful query (count by key over the rate source), run `runs` times with Trigger.Once."""
     lake = LakeLayout.at(root / "lake")
-    checkpoint = lake.checkpoint("rate_counts")
+    checkpoint = Path(lake.checkpoint("rate_counts"))
     query_id = ""
     for _ in range(runs):
         handle = None

@@ -10,6 +10,7 @@ from checkpoint_tools.inspection import inspect_checkpoint
 from streamops.checkpoint_reader import read_checkpoint, read_query_id
 from streamops.exceptions import CheckpointNotFoundError
 from streamops.metadata_log import crc_problem, list_log, write_log_file
+from streamops.storage.location import Location
 
 
 def test_delta_checkpoint(delta_world):
@@ -60,7 +61,7 @@ def test_temp_files_are_listed_not_read(delta_world):
     temp = delta_world.checkpoint / "offsets" / ".7.0a1b2c3d-4e5f.tmp"
     temp.write_text("v1\n{")
     ckpt = read_checkpoint(delta_world.checkpoint)
-    assert ckpt.offsets_listing.temp_files == (temp,)
+    assert ckpt.offsets_listing.temp_files == (Location.of(temp),)
     assert ckpt.problems == ()
 
 

@@ -92,6 +92,14 @@ def test_user_errors_are_one_line(capsys, tmp_path, delta_world):
     assert code == 2 and "--lake" in err
 
 
+def test_doctor_on_a_missing_or_empty_lake_fails_instead_of_reporting_health(capsys, tmp_path):
+    code, out, err = run(capsys, "doctor", "--lake", tmp_path / "no_such_lake", "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no lake at" in err
+    (tmp_path / "empty_lake").mkdir()
+    code, out, err = run(capsys, "doctor", "--lake", tmp_path / "empty_lake")
+    assert code == 2 and err.count("\n") == 1 and "has no checkpoints" in err
+
+
 @pytest.mark.parametrize("command", ["inspect", "correlate", "doctor", "rewind"])
 def test_every_command_help_has_an_example(capsys, command):
     with pytest.raises(SystemExit):

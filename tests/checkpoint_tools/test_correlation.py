@@ -12,6 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from checkpoint_tools.correlation import correlate
 from streamops.delta_log import DeltaLog
 from streamops.metadata_log import remove_log_file
+from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RESERVOIR = "f3b2a7c4-61d2-4a7e-9c2e-5d0e8b1a9f10"
@@ -32,7 +33,7 @@ def test_each_batch_read_exactly_its_files_and_wrote_both_sinks(delta_world):
     assert reads[4].version_timestamps_ms[3] == log.commit(3).timestamp_ms
     for batch in result.batches:
         commits = batch.sink_commits
-        assert {c.table for c in commits} == set(delta_world.sinks), batch.batch.batch_id
+        assert {c.table for c in commits} == set(map(Location.of, delta_world.sinks)), batch.batch.batch_id
         assert all(c.matched_by == "txn" and c.batch_id == batch.batch.batch_id for c in commits)
         assert sum(c.rows for c in commits) == batch.source_read.rows
         assert all(c.query_id == delta_world.query_id for c in commits)
@@ -40,8 +41,8 @@ def test_each_batch_read_exactly_its_files_and_wrote_both_sinks(delta_world):
 
 def test_lake_mode_finds_source_and_sinks_itself(delta_world):
     result = correlate(delta_world.checkpoint, lake=delta_world.lake)
-    assert result.source_table == delta_world.source
-    assert set(result.sink_tables) == set(delta_world.sinks)
+    assert result.source_table == Location.of(delta_world.source)
+    assert set(result.sink_tables) == set(map(Location.of, delta_world.sinks))
     assert all(len(b.sink_commits) == 2 for b in result.batches)
 
 

@@ -22,6 +22,7 @@ from pipeline.delta_connector.batch_writer import write_batch
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.delta_log import DeltaLog
 from streamops.metadata_log import remove_log_file, write_log_file
+from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HOUR = 3600.0
@@ -66,12 +67,12 @@ def test_healthy_checkpoints_have_no_findings(delta_world, file_world, rate_worl
 def test_healthy_lake_finds_tables_itself(delta_world):
     [diagnosis] = diagnose_lake(delta_world.lake)
     assert diagnosis.findings == ()
-    assert diagnosis.source_table == delta_world.source
-    assert set(diagnosis.sink_tables) == set(delta_world.sinks)
+    assert diagnosis.source_table == Location.of(delta_world.source)
+    assert set(diagnosis.sink_tables) == set(map(Location.of, delta_world.sinks))
 
 
 def test_empty_checkpoint_directory_in_a_lake_is_a_warning(delta_world):
-    (delta_world.lake.checkpoints_root / "silver_new").mkdir()
+    Path(delta_world.lake.checkpoints_root / "silver_new").mkdir()
     diagnoses = {d.stream: d for d in diagnose_lake(delta_world.lake)}
     assert found(diagnoses["silver_new"]) == {("missing_metadata", "warning")}
     assert diagnoses[delta_world.stream].findings == ()

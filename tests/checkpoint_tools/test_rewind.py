@@ -25,9 +25,11 @@ from checkpoint_tools.rewind import apply_rewind, plan_rewind
 from pipeline.delta_connector.batch_writer import write_batch
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.metadata_log import remove_log_file
+from streamops.storage.location import Location
 
 
-def snapshot(root: Path) -> dict[str, tuple[bytes, float]]:
+def snapshot(root: Path | Location) -> dict[str, tuple[bytes, float]]:
+    root = Path(root)
     return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime) for p in root.rglob("*") if p.is_file()}
 
 
@@ -37,7 +39,7 @@ def test_plan_changes_nothing_and_lists_the_replay(delta_world):
     assert snapshot(delta_world.lake.root) == before
     assert plan.replayed_batch_ids == (4, 5, 6)
     assert [b.source_read.versions for b in plan.replayed] == [(3,), (3,), (4,)]
-    assert {s.table for s in plan.sinks} == set(delta_world.sinks)
+    assert {s.table for s in plan.sinks} == set(map(Location.of, delta_world.sinks))
     for sink in plan.sinks:
         assert sink.txn == 6 and sink.skipped_batches == (4, 5, 6) and sink.written_batches == ()
         assert sink.restore_version is not None
@@ -56,10 +58,10 @@ def test_rewind_then_restart_replays_exactly_and_duplicates_nothing(spark, delta
             (original / name / path.name).write_bytes(path.read_bytes())
 
     result = apply_rewind(plan_rewind(delta_world.checkpoint, 4, delta_world.source, delta_world.sinks))
-    assert result.backup.parent == delta_world.checkpoint.parent and result.backup.name.startswith(".silver_core.backup-")
-    assert not filecmp.dircmp(result.backup / "offsets", original / "offsets").diff_files
+    assert result.backup.parent == Location.of(delta_world.checkpoint.parent) and result.backup.name.startswith(".silver_core.backup-")
+    assert not filecmp.dircmp(Path(result.backup / "offsets"), original / "offsets").diff_files
     assert sorted(p.name for p in (delta_world.checkpoint / "offsets").iterdir() if p.name.isdigit()) == ["0", "1", "2", "3"]
-    assert delta_world.lake.checkpoint_dirs() == [delta_world.checkpoint]  # the backup is not a stream
+    assert delta_world.lake.checkpoint_dirs() == [Location.of(delta_world.checkpoint)]  # the backup is not a stream
 
     replayed, query_id = run_delta_stream(spark, delta_world.source, delta_world.checkpoint, delta_world.sinks,
                                           delta_world.stream)

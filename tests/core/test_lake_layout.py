@@ -76,16 +76,16 @@ def test_the_root_is_absolute_and_resolved(tmp_path, monkeypatch):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
     monkeypatch.chdir(tmp_path)
-    assert LakeLayout.at("link").root == (tmp_path / "real").resolve()
+    assert LakeLayout.at("link").root.local_path == (tmp_path / "real").resolve()
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert LakeLayout.at("~/real").root == (tmp_path / "real").resolve()
+    assert LakeLayout.at("~/real").root.local_path == (tmp_path / "real").resolve()
 
 
 def test_hidden_and_non_directory_checkpoints_are_not_streams(lake):
     assert lake.checkpoint_dirs() == [], "no _checkpoints directory yet"
     for name in ("silver_g0001", "bronze", ".bronze.backup-20260101T000000Z", "management"):
-        (lake.checkpoints_root / name).mkdir(parents=True)
-    (lake.checkpoints_root / "notes.txt").write_text("not a checkpoint")
+        Path(lake.checkpoints_root / name).mkdir(parents=True)
+    Path(lake.checkpoints_root / "notes.txt").write_text("not a checkpoint")
     assert [p.name for p in lake.checkpoint_dirs()] == ["bronze", "management", "silver_g0001"]
 
 
@@ -96,9 +96,9 @@ def test_only_directories_holding_a_delta_log_are_tables(lake):
     table(lake.bronze_events)
     table(lake.silver("login"))
     table(lake.schema_registry)
-    (lake.silver_root / "not_a_table").mkdir()
-    (lake.silver_root / "stray.parquet").write_text("")
-    (lake.system_root / "half_written").mkdir()
+    Path(lake.silver_root / "not_a_table").mkdir()
+    Path(lake.silver_root / "stray.parquet").write_text("")
+    Path(lake.system_root / "half_written").mkdir()
     assert lake.table_dirs() == [lake.bronze_events, lake.silver("login"), lake.schema_registry]
 
 

@@ -182,7 +182,14 @@ def test_status_table_for_humans(stopped_lake, capsys):
     assert out.rstrip().endswith("4 streams: 1 failed, 1 stopped, 1 ok, 1 idle")
 
 
+def test_status_on_a_missing_lake_fails_with_one_line(tmp_path, capsys):
+    assert main(["status", "--lake", str(tmp_path / "no_such_lake")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no lake at" in err and "no_such_lake" in err
+
+
 def test_status_without_a_progress_log_fails_with_one_line(tmp_path, capsys):
+    (tmp_path / "nothing").mkdir()
     assert main(["status", "--lake", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no progress log at" in err and "streamops run" in err

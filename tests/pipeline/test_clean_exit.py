@@ -31,7 +31,8 @@ from deltalake import DeltaTable
 from monitor.progress_log import ProgressLog
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
-from streamops.delta_read import arrow_filesystem, read_delta
+from streamops.delta_read import read_delta
+from streamops.storage.arrow_filesystem import arrow_filesystem
 from streamops.lake_layout import LakeLayout
 
 RUNS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_RUNS", "2"))
@@ -47,7 +48,7 @@ from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 lake = LakeLayout.at(sys.argv[1])
 summary = summarize_lake(lake)
-tables = sorted(log.parent for log in lake.root.rglob("_delta_log"))
+tables = sorted(log.parent for log in lake.root.local_path.rglob("_delta_log"))
 print(summary.bronze_rows, len(tables), sum(read_delta(table).num_rows for table in tables))
 """
 
@@ -110,7 +111,7 @@ def test_lake_tables_are_read_without_python_file_objects(runs):
     scan owns a Python object that the scan's teardown, on an Arrow thread, needs the GIL for."""
     lake = LakeLayout.at(runs[0][0])
     for path in (lake.bronze_events, lake.query_progress):
-        filesystem = arrow_filesystem(DeltaTable(str(path)))
+        filesystem = arrow_filesystem(path)
         assert isinstance(filesystem, pa_fs.SubTreeFileSystem), filesystem
         assert isinstance(filesystem.base_fs, pa_fs.LocalFileSystem)
     bronze = DeltaTable(str(lake.bronze_events))

@@ -18,7 +18,7 @@ def test_a_missing_lake_is_refused_in_one_line(tmp_path):
     result = run_cli("console", "--lake", str(tmp_path / "nowhere"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"streamops: error: the lake directory `{tmp_path / 'nowhere'}` does not exist: pass the --lake of `streamops run`"
+        f"streamops: error: the lake `{tmp_path / 'nowhere'}` does not exist: pass the --lake of `streamops run`"
     ]
 
 

@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from conftest import FAILING_STREAM
+from built_lake import FAILING_STREAM
 from deltalake import DeltaTable
 
 from dashboards.console.page_shell import plain
@@ -111,7 +111,7 @@ def test_an_empty_lake_says_what_is_missing_on_every_page(console, tmp_path):
 
 def test_a_missing_lake_is_one_line(console, tmp_path):
     at = console(tmp_path / "nowhere").run()
-    assert [e.value for e in at.error] == [f"the lake directory `{tmp_path / 'nowhere'}` does not exist: check --lake"]
+    assert [e.value for e in at.error] == [f"the lake `{tmp_path / 'nowhere'}` does not exist: check --lake"]
 
 
 # -- stream -----------------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""What a user sees when a store cannot be used: one line on stderr that names the problem and
+the fix, a non-zero exit, never a traceback; and a missing lake is an error, never "healthy"."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from ports import free_port
+from store_servers import AZURE_CONTAINER, AZURITE_ACCOUNT, S3_BUCKET, azure_store, s3_store
+
+from streamops.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "checkpoint_tools" / "fixtures"
+
+
+def one_line_error(capsys, *argv: str) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code != 0 and out == "", (code, out)
+    assert err.startswith("streamops: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    """A real Kafka checkpoint written by Spark 3.5 (the checkpoint tools' fixture), as `stream`."""
+    shutil.copytree(FIXTURES / "kafka_spark35", tmp_path / "tiny" / "stream")
+    return tmp_path / "tiny"
+
+
+def test_s3_errors_name_the_problem_and_the_fix(s3_server, store_env, tiny_checkpoint, capsys):
+    store = s3_store(s3_server)
+    prefix = store.upload(tiny_checkpoint)
+    store_env({**s3_server.env(), "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    err = one_line_error(capsys, "checkpoint", "doctor", "--lake", prefix)
+    assert "access denied" in err and "to list `" + prefix in err and "AWS_ACCESS_KEY_ID" in err
+
+    store_env(s3_server.env())
+    err = one_line_error(capsys, "checkpoint", "inspect", "s3://no-such-bucket/lake/stream")
+    assert "bucket `no-such-bucket` does not exist" in err
+
+    store_env(s3_server.env(s3_server.reader))
+    assert main(["checkpoint", "inspect", f"{prefix}/stream", "--json"]) == 0, "the reader may read"
+    capsys.readouterr()
+    err = one_line_error(capsys, "checkpoint", "rewind", f"{prefix}/stream", "--to-batch", "0", "--yes")
+    assert "access denied" in err and "write" in err and f"{prefix}/" in err
+
+    store_env({**s3_server.env(), "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"})
+    err = one_line_error(capsys, "status", "--lake", prefix)
+    assert "nothing answers at 127.0.0.1" in err and "AWS_ENDPOINT_URL" in err
+
+    store_env({"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true"})
+    err = one_line_error(capsys, "checkpoint", "doctor", "--lake", prefix)
+    assert "no AWS credentials found" in err
+
+
+def test_azure_errors_name_the_problem_and_the_fix(azurite, store_env, tiny_checkpoint, capsys):
+    prefix = azure_store(azurite).upload(tiny_checkpoint)
+    store_env(azurite.env(key="bm90LXRoZS1rZXk="))
+    err = one_line_error(capsys, "checkpoint", "inspect", f"{prefix}/stream")
+    assert "access denied" in err and f"to list `{prefix}/stream" in err and AZURITE_ACCOUNT in err
+
+    store_env(azurite.env())
+    missing = f"abfss://no-such-container@{AZURITE_ACCOUNT}.dfs.core.windows.net/lake"
+    err = one_line_error(capsys, "checkpoint", "doctor", "--lake", missing)
+    assert "container `no-such-container` does not exist" in err
+
+
+@pytest.mark.parametrize("kind", ["s3", "azure"])
+def test_a_missing_lake_is_an_error_not_an_empty_healthy_fleet(kind, request, store_env, capsys):
+    if kind == "s3":
+        server = request.getfixturevalue("s3_server")
+        uri = f"s3://{S3_BUCKET}/no/lake/here"
+    else:
+        server = request.getfixturevalue("azurite")
+        uri = f"az://{AZURE_CONTAINER}/no/lake/here"
+    store_env(server.env())
+    for argv in (["checkpoint", "doctor", "--lake", uri], ["status", "--lake", uri]):
+        err = one_line_error(capsys, *argv)
+        assert uri in err, err
