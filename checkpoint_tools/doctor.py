@@ -26,6 +26,7 @@ from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
 from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
 from checkpoint_tools.sink_commits import StreamIdentity
 from checkpoint_tools.sink_index import SinkTableIndex
+from checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
 from streamops.checkpoint_reader import (
     Checkpoint,
     read_checkpoint,
@@ -64,6 +65,7 @@ class Diagnosis:
     source_table: Location | None
     sink_tables: tuple[Location, ...]
     findings: tuple[Finding, ...]
+    skipped: tuple[SkippedCheck, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -84,6 +86,7 @@ class Diagnosis:
             "sink_tables": [str(t) for t in self.sink_tables],
             "worst": self.worst,
             "findings": [f.to_json() for f in self.findings],
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
 
@@ -103,7 +106,7 @@ def diagnose(
     for check in checks:
         findings.extend(_run(check, ctx))
     findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
-    return _diagnosis(ckpt, stream, target, findings)
+    return _diagnosis(ckpt, stream, target, findings, skipped_checks(ctx))
 
 
 def diagnose_many(
@@ -216,7 +219,13 @@ def _not_a_checkpoint(target: DoctorTarget, error: CheckpointNotFoundError) -> D
     )
 
 
-def _diagnosis(ckpt: Checkpoint, stream: str, target: DoctorTarget, findings: list[Finding]) -> Diagnosis:
+def _diagnosis(
+    ckpt: Checkpoint,
+    stream: str,
+    target: DoctorTarget,
+    findings: list[Finding],
+    skipped: tuple[SkippedCheck, ...],
+) -> Diagnosis:
     return Diagnosis(
         stream=stream,
         checkpoint=ckpt.path,
@@ -226,4 +235,5 @@ def _diagnosis(ckpt: Checkpoint, stream: str, target: DoctorTarget, findings: li
         source_table=target.source_table,
         sink_tables=target.sink_tables,
         findings=tuple(findings),
+        skipped=skipped,
     )

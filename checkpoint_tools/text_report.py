@@ -38,7 +38,9 @@ def offset_text(kind: str, offset: Any) -> str:
 def inspection_text(report: dict[str, Any]) -> str:
     state = report["state"]
     state_text = (
-        f"present: {state['partitions']} partition(s), version {state['latest_version']}"
+        f"{len(state['operators'])} operator(s), {state['provider']} provider, {state['partitions']} "
+        f"partition(s), version {state['latest_version']}, restorable batches "
+        f"{_batch_ranges(state['restorable_batches'])}"
         if state["present"]
         else "none (stateless query)"
     )
@@ -63,6 +65,13 @@ def inspection_text(report: dict[str, Any]) -> str:
         for b in report["batches"]
     ]
     lines.append(format_table(["batch", "status", "planned (UTC)", "watermark", "committed (UTC)", "end offsets"], rows))
+    if state["present"]:
+        lines += ["", format_table(
+            ["operator", "name", "provider", "layout", "partitions", "stores", "version", "bytes", "schema"],
+            [[o["operator_id"], o["name"] or "", o["provider"], o["layout"], o["partitions"],
+              ",".join(o["stores"]), o["latest_version"], o["size_bytes"], o["schema_version"] or "missing"]
+             for o in state["operators"]],
+        )]
     if report["source_logs"]:
         lines += ["", format_table(
             ["source", "kind", "files", "latest", "entries", "compacted"],
@@ -126,10 +135,14 @@ def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
         for finding in diagnosis.findings:
             lines.append(f"  {SEVERITY_MARK[finding.severity]:5} {finding.code}: {finding.message}")
             lines.append(f"        fix: {finding.fix}")
+        for skipped in diagnosis.skipped:
+            lines.append(f"  not checked: {skipped.checks}: {skipped.reason}")
     counts = {s: sum(1 for d in diagnoses for f in d.findings if f.severity == s) for s in SEVERITY_MARK}
     lines.append(
         f"{len(diagnoses)} checkpoint(s): {counts['error']} error(s), {counts['warning']} warning(s), "
         f"{counts['info']} info"
+        + (f"; {sum(1 for d in diagnoses if d.skipped)} with checks not run (see `not checked`)"
+           if any(d.skipped for d in diagnoses) else "")
     )
     return "\n".join(lines)
 
@@ -170,6 +183,17 @@ def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:
     else:
         lines.append(f"done; backup at {result.backup}")
     return "\n".join(lines)
+
+
+def _batch_ranges(ids: Sequence[int]) -> str:
+    """`0, 3..7` for [0, 3, 4, 5, 6, 7]."""
+    ranges: list[list[int]] = []
+    for batch_id in ids:
+        if ranges and batch_id == ranges[-1][1] + 1:
+            ranges[-1][1] = batch_id
+        else:
+            ranges.append([batch_id, batch_id])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in ranges) or "none"
 
 
 def _span(ids: Sequence[int]) -> str:

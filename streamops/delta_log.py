@@ -243,6 +243,15 @@ class DeltaLog:
             ) from error
         return parse_commit(version, text)
 
+    def commit_time_ms(self, version: int) -> int | None:
+        """When `version` was committed: its commitInfo timestamp, else (old writers and other
+        engines write no commitInfo) its log file's modification time, as Delta itself dates it."""
+        stamped = self.commit(version).timestamp_ms
+        if stamped is not None:
+            return stamped
+        entry = (self._log_dir / commit_file_name(version)).stat()
+        return entry.mtime_ms if entry is not None else None
+
     def commits(self, start: int, end: int) -> Iterator[Commit]:
         """Commits `start..end` inclusive, in order."""
         for version in range(start, end + 1):
