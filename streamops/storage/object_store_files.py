@@ -183,6 +183,9 @@ class ObjectStoreFiles:
                 f"cannot {action} `{where}`: nothing answers at {endpoint[0]}:{endpoint[1]} "
                 f"({self._endpoint_setting()}): check the endpoint and the network"
             ) from error
+        refused = self._refusal(key)
+        if refused is not None:
+            self._fail(action, key, refused)
         if not self._container_lists():
             raise ContainerNotFoundError(
                 f"cannot {action} `{where}`: the {self._container_word()} `{self.root.container}` "
@@ -190,6 +193,17 @@ class ObjectStoreFiles:
             ) from error
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
         raise StorageError(f"cannot {action} `{where}`: {first_line}") from error
+
+    def _refusal(self, key: str) -> BaseError | None:
+        """The typed error of a HEAD on `key` when the store refuses the credentials: LIST
+        errors come back untyped, single-object requests carry the status as a type."""
+        try:
+            obstore.head(self.store, key or "_")
+        except (PermissionDeniedError, UnauthenticatedError) as refused:
+            return refused
+        except (BaseError, OSError):
+            return None
+        return None
 
     def _container_lists(self) -> bool:
         try:
