@@ -26,6 +26,7 @@ from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
 from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
 from checkpoint_tools.sink_commits import StreamIdentity
 from checkpoint_tools.sink_index import SinkTableIndex
+from checkpoint_tools.state_checks import STATE_CHECKS
 from checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
 from streamops.checkpoint_reader import (
     Checkpoint,
@@ -39,7 +40,7 @@ from streamops.storage.errors import StorageError
 from streamops.storage.location import Location, LocationLike
 
 Check = Callable[[DoctorContext], list[Finding]]
-CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *DELTA_CHECKS)
+CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *STATE_CHECKS, *DELTA_CHECKS)
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
 OBJECT_STORE_WORKERS = 16
 """On an object store the doctor waits on requests, not on the CPU: more in flight at once."""

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from checkpoint_tools.checkpoint_checks import id_ranges
 from checkpoint_tools.correlation import Correlation
 from checkpoint_tools.doctor import Diagnosis
 from checkpoint_tools.rewind import RewindPlan, RewindResult
@@ -40,7 +41,7 @@ def inspection_text(report: dict[str, Any]) -> str:
     state_text = (
         f"{len(state['operators'])} operator(s), {state['provider']} provider, {state['partitions']} "
         f"partition(s), version {state['latest_version']}, restorable batches "
-        f"{_batch_ranges(state['restorable_batches'])}"
+        f"{id_ranges(state['restorable_batches']) or 'none'}"
         if state["present"]
         else "none (stateless query)"
     )
@@ -176,24 +177,14 @@ def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:
             f"file source {source.source_id}: {source.entries_released} file(s) from log batch "
             f"{source.keep_before_log_batch} on count as new again"
         )
-    lines.append(f"removes {len(plan.remove)} offsets/commits file(s)")
+    lines.append(f"removes {len(plan.remove)} offsets/commits file(s)"
+                 + (f" and {len(plan.state_remove)} state file(s) of later versions" if plan.state_remove else ""))
     lines += [f"warning: {w}" for w in plan.warnings]
     if result is None:
         lines.append("dry run: nothing changed; add --yes to apply (the checkpoint is backed up first)")
     else:
         lines.append(f"done; backup at {result.backup}")
     return "\n".join(lines)
-
-
-def _batch_ranges(ids: Sequence[int]) -> str:
-    """`0, 3..7` for [0, 3, 4, 5, 6, 7]."""
-    ranges: list[list[int]] = []
-    for batch_id in ids:
-        if ranges and batch_id == ranges[-1][1] + 1:
-            ranges[-1][1] = batch_id
-        else:
-            ranges.append([batch_id, batch_id])
-    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in ranges) or "none"
 
 
 def _span(ids: Sequence[int]) -> str:

@@ -209,14 +209,14 @@ def _parse_offset_body(
             )
         sources.append((source_id, offset))
     if keyed:
-        sources.sort(key=lambda pair: (not pair[0].isdigit(), pair[0].zfill(12)))
+        sources.sort(key=lambda pair: (0, int(pair[0]), "") if pair[0].isdigit() else (1, 0, pair[0]))
     return metadata, sources
 
 
 def _split_source_key(log_file: LogFile, number: int, line: str) -> tuple[str, str]:
     """A v2 source line, `<source id or name>:<offset JSON or ->`."""
     source_id, colon, text = line.partition(":")
-    if not colon or not source_id:
+    if not colon or not source_id or any(c in source_id for c in '{"[ '):
         raise MalformedLogFileError(
             f"`{log_file.path}` line {number} is not `<source>:<offset>` as offset log v2 writes it: "
             f"{line[:60]!r}",

@@ -98,7 +98,8 @@ class StoreFiles:
                 pin = (unique_ids or {}).get(current)
                 stem = f"{current}_{pin}" if pin else str(current)
                 wanted = f"{stem}.zip (or {stem}.changelog)" if rocksdb else f"{stem}.delta"
-                return f"{self.location / wanted} (state version {current}, needed to load version {version})"
+                needed = f" (needed to load version {version})" if current != version else ""
+                return f"{self.location / wanted}{needed}"
             current -= 1
         return None
 
@@ -224,17 +225,20 @@ def _read_operator(root: Location, operator_id: int, problems: list[str]) -> Sta
         partition_root = root / partition_name
         part_listing = partition_root.list_dir()
         sub_stores = [d for d in part_listing.dirs if d not in SCHEMA_DIRS and d != "SSTs"]
-        if not sub_stores or any(_version_file(f.name, f.size) for f in part_listing.files):
-            stores.append(_store_files(int(partition_name), DEFAULT_STORE, partition_root, part_listing))
-        for store in sorted(sub_stores):
-            store_root = partition_root / store
-            stores.append(_store_files(int(partition_name), store, store_root, store_root.list_dir()))
-        if METADATA_DIR in part_listing.dirs:
-            for entry in (partition_root / METADATA_DIR).list_dir().files:
-                if not entry.name.startswith("."):
-                    schema_files.append(f"{partition_name}/{METADATA_DIR}/{entry.name}")
-                    if entry.name == "schema":
-                        schema_version = schema_version or _schema_version(partition_root / METADATA_DIR / entry.name)
+        places = [(partition_name, DEFAULT_STORE, partition_root, part_listing)]
+        if sub_stores and not any(_version_file(f.name, f.size) for f in part_listing.files):
+            places = [(f"{partition_name}/{store}", store, partition_root / store, (partition_root / store).list_dir())
+                      for store in sorted(sub_stores)]
+        for label, store, location, store_listing in places:
+            stores.append(_store_files(int(partition_name), store, location, store_listing))
+            if METADATA_DIR not in store_listing.dirs:
+                continue
+            for entry in (location / METADATA_DIR).list_dir().files:
+                if entry.name.startswith("."):
+                    continue
+                schema_files.append(f"{label}/{METADATA_DIR}/{entry.name}")
+                if entry.name == "schema" and schema_version is None:
+                    schema_version = _schema_version(location / METADATA_DIR / entry.name)
     if "_stateSchema" in listing.dirs:
         schema_files.extend(f"_stateSchema/{e.name}" for e in (root / "_stateSchema").walk())
     return StateOperator(

@@ -41,7 +41,7 @@ def test_uncommitted_batch_and_window(delta_world):
 
 def test_stateful_checkpoint_reports_its_state_store(rate_world, spark):
     ckpt = read_checkpoint(rate_world.checkpoint)
-    assert ckpt.state.present and ckpt.state.operators == ("0",)
+    assert ckpt.state.present and [o.operator_id for o in ckpt.state.operators] == [0]
     assert ckpt.state.partitions == int(spark.conf.get("spark.sql.shuffle.partitions"))
     assert ckpt.state.latest_version == ckpt.latest_committed + 1
     assert [b.end[0].kind for b in ckpt.batches()] == ["number"] * rate_world.batches
