@@ -78,7 +78,7 @@ def test_inspect_report_holds_everything_the_issue_lists(file_world):
     assert report["query_id"] == file_world.query_id
     assert len(report["batches"]) == file_world.batches
     first = report["batches"][0]
-    assert first["sources"] == [{"index": 0, "kind": "file", "offset": {"logOffset": 0}}]
+    assert first["sources"] == [{"index": 0, "source_id": "0", "kind": "file", "offset": {"logOffset": 0}}]
     assert first["batch_timestamp_ms"] and first["committed_ms"] and first["watermark_ms"] == 0
     assert report["conf"]["spark.sql.shuffle.partitions"]
     assert report["source_logs"] == [
