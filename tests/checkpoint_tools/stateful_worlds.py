@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 OFFSET_LOG_V2 = {"spark.sql.streaming.offsetLog.formatVersion": "2"}
+ROCKSDB_ONLY = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB}
 ROCKSDB_CHANGELOG_V2 = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -82,6 +83,30 @@ def grouped_state(spark: SparkSession, landing: Path) -> DataFrame:
 
     return landing_stream(spark, landing).groupBy("k").applyInPandasWithState(
         count, "k long, seen long", "seen long", "Update", "NoTimeout"
+    )
+
+
+def transform_with_state(spark: SparkSession, landing: Path) -> DataFrame:
+    """transformWithStateInPandas (RocksDB only): operator metadata v2 and `_stateSchema/`."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    class Counter(StatefulProcessor):
+        def init(self, handle: StatefulProcessorHandle) -> None:
+            self.count = handle.getValueState("count", StructType([StructField("n", LongType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            import pandas as pd
+
+            n = (self.count.get()[0] if self.count.exists() else 0) + sum(len(r) for r in rows)
+            self.count.update((n,))
+            yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+        def close(self) -> None:
+            self.count = None
+
+    return landing_stream(spark, landing).groupBy("k").transformWithStateInPandas(
+        Counter(), outputStructType="k long, n long", outputMode="Update", timeMode="None"
     )
 
 

@@ -2,8 +2,9 @@
 
 Each kind of state Spark keeps is produced by a real query: an aggregation (HDFS-backed store,
 offset log v2), dropDuplicates with a watermark, a stream-stream join (four stores per
-partition), applyInPandasWithState, and an aggregation on RocksDB with changelog checkpointing
-and state checkpoint format v2 (uuid-named files pinned by the commit log).
+partition), applyInPandasWithState, an aggregation on RocksDB with changelog checkpointing
+and state checkpoint format v2 (uuid-named files pinned by the commit log), and
+transformWithStateInPandas (operator metadata v2, `_stateSchema/`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from streamops.checkpoint_reader import read_checkpoint
 from stateful_worlds import (
     OFFSET_LOG_V2,
     ROCKSDB_CHANGELOG_V2,
+    ROCKSDB_ONLY,
     aggregation,
     deduplication,
     grouped_state,
     run_available,
     stream_join,
+    transform_with_state,
     write_landing,
 )
 
@@ -36,6 +39,7 @@ KINDS = {
                                "right-keyToNumValues", "right-keyWithIndexToValue"), "hdfs"),
     "grouped_state": (grouped_state, {}, ("default",), "hdfs"),
     "rocksdb": (aggregation, ROCKSDB_CHANGELOG_V2, ("default",), "rocksdb"),
+    "transform_with_state": (transform_with_state, ROCKSDB_ONLY, ("default",), "rocksdb"),
 }
 
 
