@@ -9,6 +9,9 @@ Setup (built once into --workdir, reused on later runs):
   writer in foreachBatch) drains the source into the sink: commits/20 batches;
 - --checkpoints copies of (checkpoint, source, sink): logs copied, data files hard-linked. Every
   10th checkpoint lags 5 batches (backlog; its sink is ahead), every 10th+1 lost its last commit.
+- --stateful of those are stateful instead: copies of a real aggregation's checkpoint
+  (--state-batches batches, --state-partitions partitions, HDFS-backed state with snapshots),
+  state files hard-linked; every 10th lost the newest delta file of one partition (state_missing).
 
 Measured in one process:
 - doctor: `diagnose_many` on every target (what `streamops checkpoint doctor CKPT ...` runs), all
@@ -22,7 +25,7 @@ Measured in one process:
   the commits after it, as delta-spark's snapshot does, computing the same.
 The backlog both compute is compared for every lagging checkpoint (must agree).
 
-    python bench/bench_doctor.py                          # 300 checkpoints, 2,000 commits
+    python bench/bench_doctor.py                          # 300 checkpoints (60 stateful), 2,000 commits
     python bench/bench_doctor.py --checkpoints 30 --commits 500 --workdir /tmp/bench-doctor-small
 """
 
@@ -46,6 +49,7 @@ from streamops.commit_metadata import BatchCommitInfo
 from streamops.metadata_log import remove_log_file
 
 STREAM = "bench_stream"
+STATEFUL_STREAM = "bench_stateful"
 FILES_PER_BATCH = 20
 LOG_CHECKPOINT_INTERVAL = "100"
 
@@ -83,6 +87,45 @@ def build_template(root: Path, commits: int) -> None:
     finally:
         query.stop()
         spark.stop()
+
+
+def build_stateful_template(root: Path, batches: int, partitions: int) -> None:
+    """A real aggregation over a file source, one file per batch."""
+    from pipeline.spark_session import build_spark
+
+    landing = root / "landing"
+    landing.mkdir(parents=True)
+    for i in range(batches):
+        (landing / f"part-{i:04d}.json").write_text(
+            "\n".join(json.dumps({"k": k, "v": i}) for k in range(50)) + "\n"
+        )
+    spark = build_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": str(partitions)})
+    query = (
+        spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).json(str(landing))
+        .groupBy("k").sum("v").writeStream.outputMode("update").format("noop")
+        .option("checkpointLocation", str(root / "ckpt" / STATEFUL_STREAM)).trigger(availableNow=True).start()
+    )
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+        spark.stop()
+
+
+def build_stateful_copies(workdir: Path, count: int) -> list[DoctorTarget]:
+    template = workdir / "stateful_template" / "ckpt" / STATEFUL_STREAM
+    targets = []
+    for i in range(count):
+        checkpoint = workdir / "stateful_copies" / f"s{i:03d}" / STATEFUL_STREAM
+        targets.append(DoctorTarget(checkpoint, stream=STATEFUL_STREAM))
+        if checkpoint.exists():
+            continue
+        shutil.copytree(template, checkpoint, copy_function=os.link)
+        if i % 10 == 0:
+            partition = checkpoint / "state" / "0" / "3"
+            newest = max((p for p in partition.glob("*.delta")), key=lambda p: int(p.stem))
+            newest.unlink()
+    return targets
 
 
 def copy_table(template: Path, target: Path) -> None:
@@ -212,6 +255,9 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=int, default=300)
     parser.add_argument("--commits", type=int, default=2000)
     parser.add_argument("--spark-checkpoints", type=int, default=10)
+    parser.add_argument("--stateful", type=int, default=60, help="how many of --checkpoints are stateful")
+    parser.add_argument("--state-batches", type=int, default=30)
+    parser.add_argument("--state-partitions", type=int, default=20)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-doctor"))
     args = parser.parse_args()
     template = args.workdir / "template"
@@ -220,7 +266,14 @@ def main() -> None:
         shutil.rmtree(template, ignore_errors=True)
         print(f"building the template ({args.commits} commits per table) ...", file=sys.stderr)
         build_template(template, args.commits)
-    targets = build_copies(args.workdir, args.checkpoints)
+    stateful_template = args.workdir / "stateful_template"
+    if not (stateful_template / "ckpt").exists():
+        shutil.rmtree(stateful_template, ignore_errors=True)
+        print("building the stateful template ...", file=sys.stderr)
+        build_stateful_template(stateful_template, args.state_batches, args.state_partitions)
+    targets = build_copies(args.workdir, args.checkpoints - args.stateful)
+    stateful = build_stateful_copies(args.workdir, args.stateful)
+    targets += stateful
     setup_seconds = time.perf_counter() - started
 
     first_seconds, diagnoses = run_doctor(targets)
@@ -259,6 +312,13 @@ def main() -> None:
         "commits_per_sink_table": len(list((template / "sink" / "_delta_log").glob("*.json"))),
         "delta_log_checkpoints_per_table": len(list(log.glob("*.checkpoint.parquet"))),
         "batches_per_checkpoint": read_checkpoint(template / "ckpt" / STREAM).latest_planned + 1,
+        "stateful_checkpoints": len(stateful),
+        "state_files_per_stateful_checkpoint": sum(
+            1 for p in (stateful_template / "ckpt" / STATEFUL_STREAM / "state").rglob("*")
+            if p.suffix in (".delta", ".snapshot")),
+        "stateful_with_state_missing": sum(
+            1 for d in diagnoses[len(targets) - len(stateful):]
+            if any(f.code == "state_missing" for f in d.findings)),
         "setup_seconds": round(setup_seconds, 1),
         "doctor_seconds_first_pass": round(first_seconds, 2),
         "doctor_seconds_second_pass": round(second_seconds, 2),

@@ -11,7 +11,7 @@ from itertools import pairwise
 from checkpoint_tools.doctor_context import DoctorContext
 from checkpoint_tools.findings import Finding
 from streamops.exceptions import StreamopsError
-from streamops.offset_log import kafka_regressions, offset_position
+from streamops.offset_log import KEYED_OFFSET_LOG_VERSION, kafka_regressions, offset_position
 
 RESTART_BREAKING_PROBLEMS = ("empty", "truncated", "corrupt", "crc_mismatch", "unreadable")
 
@@ -128,13 +128,16 @@ def _corrupt_fix(ctx: DoctorContext, path) -> str:
 
 
 def _fewer_sources_than_before(ctx: DoctorContext) -> list[Finding]:
-    """A file cut at a line boundary parses, but lists fewer sources than the batch before it."""
+    """A file cut at a line boundary parses, but lists fewer sources than the batch before it.
+
+    Only for offset log v1, where a source is a line position; v2 keys each line by source, and
+    with source evolution a query may drop a source between batches."""
     ckpt = ctx.checkpoint
     latest = ckpt.latest_planned
     if latest is None or latest not in ckpt.offsets or latest - 1 not in ckpt.offsets:
         return []
     now, before = ckpt.offsets[latest], ckpt.offsets[latest - 1]
-    if len(now.sources) >= len(before.sources):
+    if KEYED_OFFSET_LOG_VERSION in (now.log_version, before.log_version) or len(now.sources) >= len(before.sources):
         return []
     return [
         ctx.finding(
@@ -180,7 +183,7 @@ def check_batch_gaps(ctx: DoctorContext) -> list[Finding]:
             ctx.finding(
                 "batch_gap",
                 "error" if fatal else "warning",
-                f"offsets/ lacks batch(es) {_ranges(missing_offsets)}"
+                f"offsets/ lacks batch(es) {id_ranges(missing_offsets)}"
                 + (f"; a restart needs offsets/{latest - 1} as the start of batch {latest}" if fatal else ""),
                 "Restore the missing files from a backup of the checkpoint"
                 + (f", or rewind to batch {latest - 1} to plan it again" if fatal else "") + ".",
@@ -194,7 +197,7 @@ def check_batch_gaps(ctx: DoctorContext) -> list[Finding]:
             ctx.finding(
                 "batch_gap",
                 "error",
-                f"commits/ holds batch(es) {_ranges(ahead)} that offsets/ never planned",
+                f"commits/ holds batch(es) {id_ranges(ahead)} that offsets/ never planned",
                 "The offsets were deleted or the commits copied from another checkpoint: restore the "
                 "checkpoint from one consistent backup.",
                 commits_without_offsets=ahead,
@@ -205,7 +208,7 @@ def check_batch_gaps(ctx: DoctorContext) -> list[Finding]:
             ctx.finding(
                 "batch_gap",
                 "warning",
-                f"commits/ lacks batch(es) {_ranges(missing_commits)} although later batches committed",
+                f"commits/ lacks batch(es) {id_ranges(missing_commits)} although later batches committed",
                 "Spark does not read old commits, so the stream runs; restore the files from a backup "
                 "if you need the history.",
                 missing_commits=missing_commits,
@@ -232,7 +235,7 @@ def check_uncommitted(ctx: DoctorContext) -> list[Finding]:
     evidence["sink_already_has_batch"] = in_sink if ctx.sinks else None
     what = f"batch {batch_id} was planned but not committed"
     if replay.get("versions"):
-        what += f" (source versions {_ranges(replay['versions'])}, {replay['files']} file(s))"
+        what += f" (source versions {id_ranges(replay['versions'])}, {replay['files']} file(s))"
     return [
         ctx.finding(
             "uncommitted_batch",
@@ -390,7 +393,7 @@ def _gaps(ids: tuple[int, ...]) -> list[int]:
     return [i for i in range(ids[0], ids[-1] + 1) if i not in present] if ids else []
 
 
-def _ranges(ids: list[int]) -> str:
+def id_ranges(ids: list[int]) -> str:
     """[1, 2, 3, 7] -> '1-3, 7'."""
     spans: list[list[int]] = []
     for value in sorted(ids):

@@ -229,7 +229,7 @@ def _source_read(source: SourceTable, batch: Batch, slot: int) -> SourceRead | N
 
 def _commit_time(log: DeltaLog, version: int) -> int | None:
     try:
-        return log.commit(version).timestamp_ms
+        return log.commit_time_ms(version)
     except StreamopsError:
         return None
 

@@ -152,7 +152,7 @@ def check_stalled(ctx: DoctorContext) -> list[Finding]:
     ckpt = ctx.checkpoint
     oldest = pending[0].version
     try:
-        arrived_ms = ctx.source.log.commit(oldest).timestamp_ms  # type: ignore[union-attr]
+        arrived_ms = ctx.source.log.commit_time_ms(oldest)  # type: ignore[union-attr]
     except StreamopsError:
         return []
     latest_commit = ckpt.commits_listing.latest

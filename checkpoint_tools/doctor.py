@@ -26,6 +26,8 @@ from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
 from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
 from checkpoint_tools.sink_commits import StreamIdentity
 from checkpoint_tools.sink_index import SinkTableIndex
+from checkpoint_tools.state_checks import STATE_CHECKS
+from checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
 from streamops.checkpoint_reader import (
     Checkpoint,
     read_checkpoint,
@@ -38,7 +40,7 @@ from streamops.storage.errors import StorageError
 from streamops.storage.location import Location, LocationLike
 
 Check = Callable[[DoctorContext], list[Finding]]
-CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *DELTA_CHECKS)
+CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *STATE_CHECKS, *DELTA_CHECKS)
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
 OBJECT_STORE_WORKERS = 16
 """On an object store the doctor waits on requests, not on the CPU: more in flight at once."""
@@ -64,6 +66,7 @@ class Diagnosis:
     source_table: Location | None
     sink_tables: tuple[Location, ...]
     findings: tuple[Finding, ...]
+    skipped: tuple[SkippedCheck, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -84,6 +87,7 @@ class Diagnosis:
             "sink_tables": [str(t) for t in self.sink_tables],
             "worst": self.worst,
             "findings": [f.to_json() for f in self.findings],
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
 
@@ -103,7 +107,7 @@ def diagnose(
     for check in checks:
         findings.extend(_run(check, ctx))
     findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
-    return _diagnosis(ckpt, stream, target, findings)
+    return _diagnosis(ckpt, stream, target, findings, skipped_checks(ctx))
 
 
 def diagnose_many(
@@ -216,7 +220,13 @@ def _not_a_checkpoint(target: DoctorTarget, error: CheckpointNotFoundError) -> D
     )
 
 
-def _diagnosis(ckpt: Checkpoint, stream: str, target: DoctorTarget, findings: list[Finding]) -> Diagnosis:
+def _diagnosis(
+    ckpt: Checkpoint,
+    stream: str,
+    target: DoctorTarget,
+    findings: list[Finding],
+    skipped: tuple[SkippedCheck, ...],
+) -> Diagnosis:
     return Diagnosis(
         stream=stream,
         checkpoint=ckpt.path,
@@ -226,4 +236,5 @@ def _diagnosis(ckpt: Checkpoint, stream: str, target: DoctorTarget, findings: li
         source_table=target.source_table,
         sink_tables=target.sink_tables,
         findings=tuple(findings),
+        skipped=skipped,
     )

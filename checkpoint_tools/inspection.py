@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from checkpoint_tools.state_report import describe_state
 from streamops.checkpoint_reader import (
     Batch,
     Checkpoint,
@@ -42,12 +43,7 @@ def describe(ckpt: Checkpoint) -> dict[str, Any]:
         "conf_changes": ckpt.conf_changes(),
         "batches": [_batch(b) for b in ckpt.batches()],
         "source_logs": [_source_log(ckpt, info) for info in ckpt.source_logs],
-        "state": {
-            "present": ckpt.state.present,
-            "operators": list(ckpt.state.operators),
-            "partitions": ckpt.state.partitions,
-            "latest_version": ckpt.state.latest_version,
-        },
+        "state": describe_state(ckpt),
         "problems": [p.to_json() for p in ckpt.problems],
         "temp_files": [str(p) for p in temps],
     }
@@ -62,8 +58,16 @@ def _batch(batch: Batch) -> dict[str, Any]:
         "watermark_ms": batch.watermark_ms,
         "committed_ms": batch.committed_ms,
         "next_watermark_ms": batch.commit.next_batch_watermark_ms if batch.commit else None,
-        "sources": [{"index": i, "kind": o.kind, "offset": o.to_json()} for i, o in enumerate(batch.end)],
+        "sources": [
+            {"index": i, "source_id": source_id, "kind": o.kind, "offset": o.to_json()}
+            for i, (source_id, o) in enumerate(zip(_source_ids(batch), batch.end))
+        ],
     }
+
+
+def _source_ids(batch: Batch) -> tuple[str, ...]:
+    ids = batch.offsets.source_ids if batch.offsets else ()
+    return ids if len(ids) == len(batch.end) else tuple(map(str, range(len(batch.end))))
 
 
 def _source_log(ckpt: Checkpoint, info: SourceLogInfo) -> dict[str, Any]:

@@ -7,8 +7,13 @@ Semantics (also in the README):
   source without startingVersion starts from the table's snapshot at restart time).
 - A file source's log (`sources/<id>/`) is cut back to the logOffset batch N-1 recorded, so the
   files of batches N.. count as new again; compacted logs are rewritten as Spark expects them.
+- A stateful query's state goes back with it: batch N runs again on state version N, so every
+  store of every operator (each partition; the four stores of a stream-stream join) must still
+  load version N (its file, or a snapshot plus the deltas/changelogs after it); otherwise the
+  rewind is refused naming the first missing file. Version files newer than N are removed (the
+  backup keeps them), so no later batch can load state from the abandoned timeline.
 - Nothing else changes: the query id (`metadata`) stays, so sinks keyed by it still recognise
-  the stream. Stateful queries are refused: their state store would also need rewinding.
+  the stream.
 - A sink written with txn (appId = stream, version = batch id) skips every replayed batch whose
   id is <= its txn version; the plan lists, per sink, which batches will be skipped and which
   written, and the table version to RESTORE to first if the replay must really rewrite them.
@@ -22,9 +27,12 @@ rewind again finishes it:
 1. the backup: every file copied (server-side on an object store), then its manifest written
    only if absent, which proves the store can write-if-absent; a store that cannot (some
    S3-compatible ones) is refused here, before anything in the checkpoint changed;
-2. batches are removed newest first, each batch's commit before its offsets (so the checkpoint
+2. state version files newer than N are removed, newest first: interrupted here, a restart
+   fails loudly on the missing state (never loads state of the old timeline) and running the
+   rewind again finishes it;
+3. batches are removed newest first, each batch's commit before its offsets (so the checkpoint
    is always "planned through B, committed through B or B-1");
-3. each file-source log is cut back: the files Spark expects below the cut are written (only if
+4. each file-source log is cut back: the files Spark expects below the cut are written (only if
    absent), then the log batches past the cut are removed, newest first. A log longer than
    the offsets is what Spark itself leaves when it crashes between the two writes, and planning
    the same `--to-batch` again (one past the latest batch now) cuts only the logs.
@@ -40,8 +48,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from checkpoint_tools.correlation import BatchCorrelation, correlate
+from checkpoint_tools.checkpoint_checks import id_ranges
 from checkpoint_tools.exceptions import RewindError
 from checkpoint_tools.sink_commits import StreamIdentity
+from checkpoint_tools.state_report import restorable_batches, state_pins
 from streamops.checkpoint_reader import COMMITS_DIR, Checkpoint, read_checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.file_source_log import (
@@ -96,6 +106,7 @@ class RewindPlan:
     replayed: tuple[BatchCorrelation, ...]
     sinks: tuple[SinkEffect, ...]
     warnings: tuple[str, ...]
+    state_remove: tuple[Location, ...] = ()
 
     @property
     def replayed_batch_ids(self) -> tuple[int, ...]:
@@ -110,6 +121,7 @@ class RewindPlan:
             "latest_committed": self.latest_committed,
             "replayed_batch_ids": list(self.replayed_batch_ids),
             "remove": [str(p) for p in self.remove],
+            "state_remove": [str(p) for p in self.state_remove],
             "file_sources": [
                 {
                     "source_id": f.source_id,
@@ -158,11 +170,7 @@ def plan_rewind(
     )
     if to_batch < 0 or to_batch > latest + 1:
         raise out_of_range
-    if ckpt.state.present:
-        raise RewindError(
-            f"`{ckpt.path}` has a state store (stateful query): rewinding offsets alone would leave state "
-            "from later batches; start the query on a new checkpoint instead"
-        )
+    state_remove = _state_to_remove(ckpt, to_batch)
     previous = ckpt.offsets.get(to_batch - 1)
     if to_batch > 0 and previous is None:
         oldest = ckpt.offsets_listing.files[0].batch_id if ckpt.offsets_listing.files else latest
@@ -203,6 +211,7 @@ def plan_rewind(
         replayed=replayed,
         sinks=sinks,
         warnings=warnings,
+        state_remove=state_remove,
     )
 
 
@@ -218,6 +227,9 @@ def apply_rewind(plan: RewindPlan, backup_root: LocationLike | None = None) -> R
     backup = backup_path(plan.checkpoint, backup_root)
     _back_up(plan, backup)
     actions = [f"copied {plan.checkpoint} to {backup}"]
+    for path in sorted(plan.state_remove, key=_state_removal_order):
+        remove_log_file(path)
+        actions.append(f"removed {path}")
     for path in sorted(plan.remove, key=_removal_order):
         remove_log_file(path)
         actions.append(f"removed {path}")
@@ -248,6 +260,27 @@ def _back_up(plan: RewindPlan, backup: Location) -> None:
 def _removal_order(path: Location) -> tuple[int, int]:
     """Newest batch first; within a batch its commit before its offsets."""
     return -int(path.name), 0 if path.parent.name == COMMITS_DIR else 1
+
+
+def _state_to_remove(ckpt: Checkpoint, to_batch: int) -> tuple[Location, ...]:
+    """State versions newer than `to_batch`; refuses when version `to_batch` cannot be loaded."""
+    if not ckpt.state.present:
+        return ()
+    missing = ckpt.state.missing_for(to_batch, state_pins(ckpt, to_batch))
+    if missing:
+        restorable = restorable_batches(ckpt)
+        raise RewindError(
+            f"batch {to_batch} would run on state version {to_batch}, which cannot be loaded: "
+            f"{missing[0]} is missing"
+            + (f" ({len(missing) - 1} more)" if len(missing) > 1 else "")
+            + f"; batches whose state is complete: {id_ranges(restorable) or 'none'}"
+        )
+    return tuple(ckpt.state.files_after(to_batch))
+
+
+def _state_removal_order(path: Location) -> tuple[int, str]:
+    """Newest state version first."""
+    return -int(path.name.split(".")[0].split("_")[0]), str(path)
 
 
 def backup_path(checkpoint: Location, backup_root: LocationLike | None = None) -> Location:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from checkpoint_tools.checkpoint_checks import id_ranges
 from checkpoint_tools.correlation import Correlation
 from checkpoint_tools.doctor import Diagnosis
 from checkpoint_tools.rewind import RewindPlan, RewindResult
@@ -38,7 +39,9 @@ def offset_text(kind: str, offset: Any) -> str:
 def inspection_text(report: dict[str, Any]) -> str:
     state = report["state"]
     state_text = (
-        f"present: {state['partitions']} partition(s), version {state['latest_version']}"
+        f"{len(state['operators'])} operator(s), {state['provider']} provider, {state['partitions']} "
+        f"partition(s), version {state['latest_version']}, restorable batches "
+        f"{id_ranges(state['restorable_batches']) or 'none'}"
         if state["present"]
         else "none (stateless query)"
     )
@@ -63,6 +66,13 @@ def inspection_text(report: dict[str, Any]) -> str:
         for b in report["batches"]
     ]
     lines.append(format_table(["batch", "status", "planned (UTC)", "watermark", "committed (UTC)", "end offsets"], rows))
+    if state["present"]:
+        lines += ["", format_table(
+            ["operator", "name", "provider", "layout", "partitions", "stores", "version", "bytes", "schema"],
+            [[o["operator_id"], o["name"] or "", o["provider"], o["layout"], o["partitions"],
+              ",".join(o["stores"]), o["latest_version"], o["size_bytes"], o["schema_version"] or "missing"]
+             for o in state["operators"]],
+        )]
     if report["source_logs"]:
         lines += ["", format_table(
             ["source", "kind", "files", "latest", "entries", "compacted"],
@@ -126,10 +136,14 @@ def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
         for finding in diagnosis.findings:
             lines.append(f"  {SEVERITY_MARK[finding.severity]:5} {finding.code}: {finding.message}")
             lines.append(f"        fix: {finding.fix}")
+        for skipped in diagnosis.skipped:
+            lines.append(f"  not checked: {skipped.checks}: {skipped.reason}")
     counts = {s: sum(1 for d in diagnoses for f in d.findings if f.severity == s) for s in SEVERITY_MARK}
     lines.append(
         f"{len(diagnoses)} checkpoint(s): {counts['error']} error(s), {counts['warning']} warning(s), "
         f"{counts['info']} info"
+        + (f"; {sum(1 for d in diagnoses if d.skipped)} with checks not run (see `not checked`)"
+           if any(d.skipped for d in diagnoses) else "")
     )
     return "\n".join(lines)
 
@@ -163,7 +177,8 @@ def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:
             f"file source {source.source_id}: {source.entries_released} file(s) from log batch "
             f"{source.keep_before_log_batch} on count as new again"
         )
-    lines.append(f"removes {len(plan.remove)} offsets/commits file(s)")
+    lines.append(f"removes {len(plan.remove)} offsets/commits file(s)"
+                 + (f" and {len(plan.state_remove)} state file(s) of later versions" if plan.state_remove else ""))
     lines += [f"warning: {w}" for w in plan.warnings]
     if result is None:
         lines.append("dry run: nothing changed; add --yes to apply (the checkpoint is backed up first)")

@@ -46,7 +46,7 @@ def delta_backlog(
     if not pending:
         return NO_BACKLOG
     oldest = pending[0].version
-    committed_ms = index.log.commit(oldest).timestamp_ms
+    committed_ms = index.log.commit_time_ms(oldest)
     current = time.time() if now is None else now
     age = max(0.0, current - committed_ms / 1000.0) if committed_ms else 0.0
     return Backlog(

@@ -48,6 +48,7 @@ from streamops.offset_log import (
     parse_commit,
     parse_offsets,
 )
+from streamops.state_store import StateStores, read_state_stores
 from streamops.storage.entries import DirListing
 from streamops.storage.location import Location, LocationLike
 
@@ -58,14 +59,6 @@ STATE_DIR = "state"
 
 CommitStatus = Literal["committed", "commit_missing", "planned"]
 SourceLogKind = Literal["file_source", "other"]
-
-
-@dataclass(frozen=True)
-class StateStoreInfo:
-    present: bool
-    operators: tuple[str, ...] = ()
-    partitions: int = 0
-    latest_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +109,7 @@ class Checkpoint:
     commits: dict[int, CommitBatch]
     problems: tuple[LogProblem, ...]
     source_logs: tuple[SourceLogInfo, ...]
-    state: StateStoreInfo
+    state: StateStores
     window_start: int | None = None
 
     @property
@@ -221,7 +214,7 @@ def read_checkpoint(
         commits=commits,
         problems=tuple(problems),
         source_logs=_source_logs(root) if SOURCES_DIR in top.dirs else (),
-        state=_state_info(root / STATE_DIR) if STATE_DIR in top.dirs else StateStoreInfo(False),
+        state=read_state_stores(root / STATE_DIR) if STATE_DIR in top.dirs else StateStores(root / STATE_DIR),
         window_start=window_start,
     )
 
@@ -293,18 +286,3 @@ def _source_logs(root: Location) -> tuple[SourceLogInfo, ...]:
             kind = "other"
         infos.append(SourceLogInfo(name, kind, listing))
     return tuple(infos)
-
-
-def _state_info(state_root: Location) -> StateStoreInfo:
-    operators = sorted(name for name in state_root.list_dir().dirs if name.isdigit())
-    partitions = 0
-    latest: int | None = None
-    for operator in operators:
-        parts = [name for name in (state_root / operator).list_dir().dirs if name.isdigit()]
-        partitions = max(partitions, len(parts))
-        for part in parts[:1]:
-            for entry in (state_root / operator / part).list_dir().files:
-                stem = entry.name.split(".", 1)[0]
-                if stem.isdigit():
-                    latest = max(latest or 0, int(stem))
-    return StateStoreInfo(True, tuple(operators), partitions, latest)

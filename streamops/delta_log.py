@@ -109,7 +109,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
                     size=int(add.get("size") or 0),
                     modification_time=int(add.get("modificationTime") or 0),
                     data_change=bool(add.get("dataChange", True)),
-                    num_records=_num_records(add.get("stats")),
+                    num_records=_live_records(add),
                     has_deletion_vector=bool(add.get("deletionVector")),
                     partition_values=tuple(sorted((add.get("partitionValues") or {}).items())),
                 )
@@ -126,11 +126,17 @@ def parse_commit(version: int, text: bytes) -> Commit:
     return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata)
 
 
-def _num_records(stats: str | None) -> int | None:
+def _live_records(add: dict[str, Any]) -> int | None:
+    """Rows of an added file a reader sees: `numRecords` minus the rows its deletion vector
+    marks deleted (`deletionVector.cardinality`), as delta-rs and Spark count them."""
+    stats = add.get("stats")
     if not stats:
         return None
     value = orjson.loads(stats).get("numRecords")
-    return int(value) if value is not None else None
+    if value is None:
+        return None
+    deleted = (add.get("deletionVector") or {}).get("cardinality") or 0
+    return int(value) - int(deleted)
 
 
 class DeltaLog:
@@ -242,6 +248,15 @@ class DeltaLog:
                 "restart the stream from a new checkpoint with a later startingVersion"
             ) from error
         return parse_commit(version, text)
+
+    def commit_time_ms(self, version: int) -> int | None:
+        """When `version` was committed: its commitInfo timestamp, else (old writers and other
+        engines write no commitInfo) its log file's modification time, as Delta itself dates it."""
+        stamped = self.commit(version).timestamp_ms
+        if stamped is not None:
+            return stamped
+        entry = (self._log_dir / commit_file_name(version)).stat()
+        return entry.mtime_ms if entry is not None else None
 
     def commits(self, start: int, end: int) -> Iterator[Commit]:
         """Commits `start..end` inclusive, in order."""

@@ -89,7 +89,7 @@ def list_log(directory: LocationLike) -> LogListing:
     for entry in directory.list_dir().files:
         name = entry.name
         if name.startswith("."):
-            if name.endswith(".tmp"):
+            if name.endswith((".tmp", ".tmp.crc")):
                 temps.append(directory / name)
             elif name.endswith(".crc"):
                 checksums.add(name)
@@ -122,7 +122,9 @@ def read_versioned(path: Location, known_versions: tuple[int, ...]) -> tuple[Ver
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise MalformedLogFileError(f"`{path}` is not UTF-8 text (byte {error.start})") from error
-    lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # a newline after the last line ends it, as Spark's reader (getLines) treats it
     header = lines[0].strip()
     if not (header.startswith("v") and header[1:].isdigit()):
         raise MalformedLogFileError(f"`{path}` does not start with a version line like `v1` (found {header[:20]!r})")

@@ -8,8 +8,12 @@ An offsets file is Spark's write-ahead record of a planned batch:
     -
 
 one line per source, in the order the query's sources were defined (`-`: that source had no
-offset yet). Only end offsets are stored; a batch's start is the previous batch's end. A commits
-file (`v1` then `{"nextBatchWatermarkMs":...}`) marks the batch as done.
+offset yet). Spark 4.x can write `v2` instead (`spark.sql.streaming.offsetLog.formatVersion=2`,
+for source evolution): the metadata line gains `sourceMetadataInfo` and each source line is keyed
+by the source's id or name, `0:{"logOffset":2}`. Both read into the same `OffsetBatch`, sources
+in id order with their ids kept. Only end offsets are stored; a batch's start is the previous
+batch's end. A commits file (`v1`, or `v2`/`v3` with the state stores' `stateUniqueIds` and the
+sink's metadata) marks the batch as done.
 
 Source offsets are classified by shape so every source reads the same way: Delta (ours and
 native Delta share one shape), Spark's file source, Kafka, rate and plain numbers.
@@ -29,8 +33,9 @@ from streamops.metadata_log import LogFile, LogProblem, read_versioned
 from streamops.storage.location import Location, LocationLike
 
 SourceKind = Literal["delta", "file", "kafka", "rate_micro_batch", "number", "unknown", "none"]
-OFFSET_LOG_VERSIONS = (1,)
-COMMIT_LOG_VERSIONS = (1,)
+OFFSET_LOG_VERSIONS = (1, 2)
+COMMIT_LOG_VERSIONS = (1, 2, 3)
+KEYED_OFFSET_LOG_VERSION = 2
 NO_OFFSET = "-"
 
 
@@ -136,6 +141,7 @@ class OffsetBatch:
     sources: tuple[SourceOffset, ...]
     file: LogFile
     version_problem: LogProblem | None = None
+    source_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,12 +153,18 @@ class CommitBatch:
     extra: Mapping[str, Any] = field(default_factory=dict)
     version_problem: LogProblem | None = None
 
+    @property
+    def state_unique_ids(self) -> Mapping[str, list[list[str]]]:
+        """Per stateful operator id, per partition, the ids of the state files this batch wrote
+        (checkpoint format v2, commit log v2+): the only state files a restart may load."""
+        return self.extra.get("stateUniqueIds") or {}
+
 
 def parse_offsets(log_file: LogFile) -> OffsetBatch:
     """Parse one offsets file; raises `MalformedLogFileError` when Spark could not read it either."""
     text, version_problem = read_versioned(log_file.path, OFFSET_LOG_VERSIONS)
     try:
-        metadata, sources = _parse_offset_body(log_file, list(text.lines))
+        metadata, keyed = _parse_offset_body(log_file, list(text.lines), text.version == KEYED_OFFSET_LOG_VERSION)
     except MalformedLogFileError as error:
         if version_problem is None:
             raise
@@ -161,12 +173,20 @@ def parse_offsets(log_file: LogFile) -> OffsetBatch:
             f"know (they read v{', v'.join(map(str, OFFSET_LOG_VERSIONS))})",
             "unknown_version",
         ) from error
-    return OffsetBatch(log_file.batch_id, text.version, metadata, sources, log_file, version_problem)
+    return OffsetBatch(
+        log_file.batch_id,
+        text.version,
+        metadata,
+        tuple(offset for _, offset in keyed),
+        log_file,
+        version_problem,
+        tuple(source_id for source_id, _ in keyed),
+    )
 
 
 def _parse_offset_body(
-    log_file: LogFile, lines: list[str]
-) -> tuple[OffsetSeqMetadata, tuple[SourceOffset, ...]]:
+    log_file: LogFile, lines: list[str], keyed: bool
+) -> tuple[OffsetSeqMetadata, list[tuple[str, SourceOffset]]]:
     if not lines or not lines[0].strip():
         raise MalformedLogFileError(
             f"`{log_file.path}` has a version line but no batch metadata (the file is truncated)",
@@ -180,14 +200,29 @@ def _parse_offset_body(
         )
     sources = []
     for number, line in enumerate(source_lines, start=3):
-        offset = classify_offset(line)
+        source_id, text = _split_source_key(log_file, number, line) if keyed else (str(number - 3), line)
+        offset = classify_offset(text)
         if offset.kind == "unknown" and offset.value is None and number == len(lines) + 1:
             raise MalformedLogFileError(
                 f"`{log_file.path}` line {number} is cut short: {line[:60]!r} (the file is truncated)",
                 "truncated",
             )
-        sources.append(offset)
-    return metadata, tuple(sources)
+        sources.append((source_id, offset))
+    if keyed:
+        sources.sort(key=lambda pair: (0, int(pair[0]), "") if pair[0].isdigit() else (1, 0, pair[0]))
+    return metadata, sources
+
+
+def _split_source_key(log_file: LogFile, number: int, line: str) -> tuple[str, str]:
+    """A v2 source line, `<source id or name>:<offset JSON or ->`."""
+    source_id, colon, text = line.partition(":")
+    if not colon or not source_id or any(c in source_id for c in '{"[ '):
+        raise MalformedLogFileError(
+            f"`{log_file.path}` line {number} is not `<source>:<offset>` as offset log v2 writes it: "
+            f"{line[:60]!r}",
+            "corrupt",
+        )
+    return source_id, text
 
 
 def _parse_metadata(log_file: LogFile, line: str, is_last: bool) -> OffsetSeqMetadata:

@@ -41,7 +41,7 @@ def test_uncommitted_batch_and_window(delta_world):
 
 def test_stateful_checkpoint_reports_its_state_store(rate_world, spark):
     ckpt = read_checkpoint(rate_world.checkpoint)
-    assert ckpt.state.present and ckpt.state.operators == ("0",)
+    assert ckpt.state.present and [o.operator_id for o in ckpt.state.operators] == [0]
     assert ckpt.state.partitions == int(spark.conf.get("spark.sql.shuffle.partitions"))
     assert ckpt.state.latest_version == ckpt.latest_committed + 1
     assert [b.end[0].kind for b in ckpt.batches()] == ["number"] * rate_world.batches
@@ -78,7 +78,7 @@ def test_inspect_report_holds_everything_the_issue_lists(file_world):
     assert report["query_id"] == file_world.query_id
     assert len(report["batches"]) == file_world.batches
     first = report["batches"][0]
-    assert first["sources"] == [{"index": 0, "kind": "file", "offset": {"logOffset": 0}}]
+    assert first["sources"] == [{"index": 0, "source_id": "0", "kind": "file", "offset": {"logOffset": 0}}]
     assert first["batch_timestamp_ms"] and first["committed_ms"] and first["watermark_ms"] == 0
     assert report["conf"]["spark.sql.shuffle.partitions"]
     assert report["source_logs"] == [

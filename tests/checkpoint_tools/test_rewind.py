@@ -131,8 +131,10 @@ def test_file_source_rewind_after_spark_compacted_and_deleted(spark, tmp_path):
 def test_refusals(delta_world, rate_world):
     with pytest.raises(RewindError, match="between 0 and 6"):
         plan_rewind(delta_world.checkpoint, 7)
-    with pytest.raises(RewindError, match="state store"):
-        plan_rewind(rate_world.checkpoint, 0)
+    first_delta = rate_world.checkpoint / "state" / "0" / "1" / "1.delta"
+    first_delta.unlink()
+    with pytest.raises(RewindError, match=r"state version 1, which cannot be loaded: .*state/0/1/1\.delta is missing"):
+        plan_rewind(rate_world.checkpoint, 1)
     remove_log_file(delta_world.checkpoint / "offsets" / "2")
     with pytest.raises(RewindError, match="offsets/2"):
         plan_rewind(delta_world.checkpoint, 3)
