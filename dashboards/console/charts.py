@@ -24,12 +24,21 @@ COLOR_HEX: dict[StatusColor, str] = {
 """The console's shade of each status colour (where CSS, not Streamlit markdown, paints it)."""
 BATCH_PHASES_SHOWN = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 """The parts of a trigger (triggerExecution is their total, drawn as the bar's outline)."""
+PLOT_SIZING = alt.AutoSizeParams(type="fit-x", contains="padding")
+"""The width fits the column; the height is the plot's own. Streamlit's default (`fit`) counts the
+title, axes and legend inside the height, which left a chart with a legend below it no plot at
+all: a flat line without a y axis."""
+
+
+def small_chart(frame: pd.DataFrame, title: str, height: int = SMALL_HEIGHT) -> alt.Chart:
+    """A chart whose plot is `height` pixels tall whatever its title, axes and legend take."""
+    return alt.Chart(frame, title=title, height=height).properties(autosize=PLOT_SIZING)
 
 
 def trend(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
     """One fleet-wide measure per minute."""
     return (
-        alt.Chart(frame, title=title, height=SMALL_HEIGHT)
+        small_chart(frame, title)
         .mark_bar()
         .encode(x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"])
     )
@@ -51,7 +60,7 @@ def rates(history: pd.DataFrame) -> alt.Chart:
         value_name="rows_per_second",
     ).replace({"rate": {"input_rate": "input", "processed_rows_per_second": "processed"}})
     return (
-        alt.Chart(long.dropna(), title="Input vs processed rows/s", height=SMALL_HEIGHT)
+        small_chart(long.dropna(), "Input vs processed rows/s")
         .mark_line(point=True)
         .encode(
             x=alt.X("timestamp:T", title=None),
@@ -68,7 +77,7 @@ def phases(history: pd.DataFrame) -> alt.Chart:
         id_vars=["batch_id"], value_vars=list(columns), var_name="phase", value_name="ms"
     ).replace({"phase": columns})
     return (
-        alt.Chart(long.dropna(), title="Batch duration by phase (ms)", height=SMALL_HEIGHT)
+        small_chart(long.dropna(), "Batch duration by phase (ms)")
         .mark_bar()
         .encode(
             x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
@@ -82,7 +91,7 @@ def phases(history: pd.DataFrame) -> alt.Chart:
 def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
     column = f"backlog_{measure}"
     return (
-        alt.Chart(history.dropna(subset=[column]), title=f"Backlog ({measure}) after each batch", height=SMALL_HEIGHT)
+        small_chart(history.dropna(subset=[column]), f"Backlog ({measure}) after each batch")
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
         .encode(x=alt.X("timestamp:T", title=None), y=alt.Y(f"{column}:Q", title=None),
                 tooltip=["batch_id:Q", f"{column}:Q"])
@@ -92,7 +101,7 @@ def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
 def bars(frame: pd.DataFrame, category: str, value: str, title: str) -> alt.Chart:
     """Counts per category, largest first (quarantine by reason, event types per group)."""
     return (
-        alt.Chart(frame, title=title, height=max(SMALL_HEIGHT, 22 * len(frame)))
+        small_chart(frame, title, height=max(SMALL_HEIGHT, 22 * len(frame)))
         .mark_bar()
         .encode(
             y=alt.Y(f"{category}:N", sort="-x", title=None),

@@ -53,7 +53,7 @@ def _status(row: StreamStatusRow | None) -> None:
         st.markdown(":gray[**NO PROGRESS**] this stream has a checkpoint but no row in the progress log")
         return
     st.markdown(f"{status_badge(row.status)} {plain(row.reason)}")
-    a, b, c, d, e = st.columns(5)
+    a, b, c, d, e, f = st.columns(6)
     a.metric("Last batch", "-" if row.last_batch_id is None else row.last_batch_id, border=True)
     backlog = row.backlog
     b.metric(
@@ -66,11 +66,9 @@ def _status(row: StreamStatusRow | None) -> None:
     )
     c.metric("Oldest unprocessed", "-" if backlog is None else human_seconds(backlog.seconds), border=True)
     d.metric("Freshness", human_seconds(row.freshness_seconds), border=True)
-    e.metric(
-        "Rows/s in / out",
-        f"{row.input_rows_per_second or 0:,.0f} / {row.processed_rows_per_second or 0:,.0f}",
-        border=True,
-    )
+    # one number per card: "in / out" in one card was cut off ("4,170 / 7,…") on ordinary widths
+    e.metric("Rows/s in", f"{row.input_rows_per_second or 0:,.0f}", border=True)
+    f.metric("Rows/s out", f"{row.processed_rows_per_second or 0:,.0f}", border=True)
 
 
 def _charts(history: pd.DataFrame) -> None:
