@@ -98,6 +98,42 @@ def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
     )
 
 
+def state(history: pd.DataFrame) -> alt.Chart:
+    """Rows held by the stream's stateful operators after each batch, with rows dropped as late."""
+    long = history.melt(
+        id_vars=["timestamp", "batch_id"],
+        value_vars=["state_rows_total", "state_rows_dropped_by_watermark"],
+        var_name="measure",
+        value_name="rows",
+    ).replace({"measure": {"state_rows_total": "held", "state_rows_dropped_by_watermark": "dropped late"}})
+    return (
+        small_chart(long.dropna(), "State rows after each batch")
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y("rows:Q", title=None),
+            color=alt.Color("measure:N", legend=alt.Legend(orient="bottom", title=None)),
+            tooltip=["batch_id:Q", "measure:N", alt.Tooltip("rows:Q", format=",")],
+        )
+    )
+
+
+def watermark_lag(history: pd.DataFrame) -> alt.Chart:
+    """Batch start minus its watermark: a line that only climbs while rows arrive is a stalled
+    watermark (Spark reports the epoch until it sets one; those batches are left out)."""
+    watermark = history["watermark"].where(history["watermark"] > pd.Timestamp(0, tz="UTC"))
+    frame = history.assign(lag_seconds=(history["timestamp"] - watermark).dt.total_seconds())
+    return (
+        small_chart(frame.dropna(subset=["lag_seconds"]), "Watermark lag (s)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y("lag_seconds:Q", title=None),
+            tooltip=["batch_id:Q", alt.Tooltip("lag_seconds:Q", format=",.1f")],
+        )
+    )
+
+
 def bars(frame: pd.DataFrame, category: str, value: str, title: str) -> alt.Chart:
     """Counts per category, largest first (quarantine by reason, event types per group)."""
     return (
