@@ -6,35 +6,20 @@ lag, the state and the watermark lag the log holds."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from recorded_runs import write_recorded_runs
 from test_console_views import frame, open_page, texts
 
 from monitor.fleet_status import fleet_status
-from monitor.progress_event import QueryProgress, parse_event
-from monitor.progress_log import ProgressLog, row_of
-from monitor.source_backlog import SourceBacklog
 from streamops.cli_support import human_seconds
 from streamops.lake_layout import LakeLayout
-
-FIXTURES = Path(__file__).resolve().parents[2] / "monitor" / "fixtures"
-SEQUENCES = {"orders_enriched": "sequence_kafka_lagging.jsonl", "window_rocksdb": "sequence_window_rocksdb.jsonl"}
 
 
 @pytest.fixture(scope="module")
 def recorded_lake(tmp_path_factory) -> LakeLayout:
     lake = LakeLayout.at(tmp_path_factory.mktemp("stateful") / "lake")
-    rows = []
-    for stream, name in SEQUENCES.items():
-        for line in (FIXTURES / name).read_text().splitlines():
-            entry = json.loads(line)
-            event = parse_event(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
-            reading = None
-            if isinstance(event, QueryProgress):
-                reading = SourceBacklog(None, clock=lambda: entry["received_at"]).measure(stream, event.sources)
-            rows.append(row_of(event, stream, entry["received_at"], reading))
-    ProgressLog(lake.query_progress).append(rows)
+    write_recorded_runs(lake)
     return lake
 
 
