@@ -69,3 +69,25 @@ def delta_stream(spark, table: Path, max_files: int | None = 1):
 
 def rows_read(query) -> int:
     return sum(p["numInputRows"] for p in query.recentProgress)
+
+
+def held_file_stream(spark, landing: Path, name: str, checkpoint: Path, gate):
+    """A JSON file-source query taking one file per trigger whose batch 1 waits for `gate`: what
+    batch 0 left behind stays waiting, whatever the machine's speed."""
+
+    def held(df, batch_id):
+        df.count()
+        if batch_id == 1:
+            gate.wait(60)
+
+    return (
+        spark.readStream.format("json")
+        .schema("x int")
+        .option("maxFilesPerTrigger", 1)
+        .load(str(landing))
+        .writeStream.foreachBatch(held)
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0.1 seconds")
+        .start()
+    )

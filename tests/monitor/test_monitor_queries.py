@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 from deltalake import DeltaTable
-from monitor_fixtures import append, delta_stream, rows_read
+from monitor_fixtures import append, delta_stream, held_file_stream, rows_read
 from prometheus_client.parser import text_string_to_metric_families
 from waiting import wait_until
 
@@ -331,23 +331,8 @@ def test_a_file_source_backlog_comes_from_its_checkpoint_log(spark, lake, tmp_pa
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
     gate = threading.Event()
 
-    def blocked(df, batch_id):
-        df.count()
-        if batch_id == 1:
-            gate.wait(60)
-
     try:
-        query = (
-            spark.readStream.format("json")
-            .schema("x int")
-            .option("maxFilesPerTrigger", 1)
-            .load(str(landing))
-            .writeStream.foreachBatch(blocked)
-            .queryName("bronze")
-            .option("checkpointLocation", str(lake.checkpoint("bronze")))
-            .trigger(processingTime="0.1 seconds")
-            .start()
-        )
+        query = held_file_stream(spark, landing, "bronze", lake.checkpoint("bronze"), gate)
         try:
             value = monitor.registry.get_sample_value
             files, landing_source = catalog.BACKLOG_FILES.name, {"stream": "bronze", "source": "0", "kind": "file"}

@@ -17,6 +17,7 @@ import pytest
 from prometheus_client import generate_latest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from monitor_fixtures import held_file_stream
 from waiting import wait_until
 
 from monitor import metric_catalog as catalog
@@ -200,23 +201,8 @@ def test_a_file_source_with_more_files_waiting_than_it_takes_per_trigger(spark, 
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
     gate = threading.Event()
 
-    def held(df, batch_id):
-        df.count()
-        if batch_id == 1:
-            gate.wait(60)
-
     try:
-        query = (
-            spark.readStream.format("json")
-            .schema("x int")
-            .option("maxFilesPerTrigger", 1)
-            .load(str(landing))
-            .writeStream.foreachBatch(held)
-            .queryName("files_waiting")
-            .option("checkpointLocation", str(lake.checkpoint("files_waiting")))
-            .trigger(processingTime="0.1 seconds")
-            .start()
-        )
+        query = held_file_stream(spark, landing, "files_waiting", lake.checkpoint("files_waiting"), gate)
         try:
             value = monitor.registry.get_sample_value
             source = {"stream": "files_waiting", "source": "0", "kind": "file"}
