@@ -7,15 +7,24 @@ change (schema alerts) and several event types, while `StreamMonitor` exports it
 Prometheus scrapes them every second. Alert expressions are checked twice: the value Grafana
 queries must return data, and the Prometheus alert expression (value compared with a threshold,
 so usually empty on a healthy run) must evaluate without error.
+
+Beside the pipeline run two stateful queries any user might run (a windowed count with a
+watermark on the RocksDB state store; a deduplication without a watermark, whose state only
+grows and raises the `state_unbounded` warning), and the monitor replays a recorded Kafka run
+(no broker runs here) through its own event queue, so the source-lag, state, watermark and
+warning panels have data from the same exporter.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 from prometheus_server import PrometheusServer, running_prometheus
 from waiting import wait_until
 
@@ -32,10 +41,49 @@ from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
 
-DATA_DEADLINE_SECONDS = 120
+DATA_DEADLINE_SECONDS = 240
 """How long the queries may take to all have data; the pipeline stops as soon as they do."""
 DASHBOARD_WINDOWS = {"__rate_interval": "1m", "__range": "5m"}
 ALL = ".*"
+KAFKA_RUN = Path(__file__).resolve().parents[1] / "monitor" / "fixtures" / "sequence_kafka_lagging.jsonl"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+def start_stateful_queries(spark) -> list:
+    """Small on purpose: they share the pipeline's two cores (a batch every 2 s, 5 rows a second)."""
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+    spark.conf.set(PROVIDER_CONF, ROCKSDB)
+    try:
+        window = (
+            rate.withWatermark("timestamp", "1 second")
+            .groupBy(F.window("timestamp", "1 second"))
+            .count()
+            .writeStream.format("noop")
+            .outputMode("append")
+            .queryName("user_window_count")
+            .trigger(processingTime="2 seconds")
+            .start()
+        )
+    finally:
+        spark.conf.unset(PROVIDER_CONF)
+    unbounded = (
+        rate.dropDuplicates(["value"])
+        .writeStream.format("noop")
+        .queryName("user_dedup_unbounded")
+        .trigger(processingTime="2 seconds")
+        .start()
+    )
+    return [window, unbounded]
+
+
+def replay_recorded_kafka_run(monitor: StreamMonitor) -> None:
+    """The recorded run's events, in order, into the monitor's queue as its listener puts them
+    (the run stays active: its termination is left out)."""
+    for line in KAFKA_RUN.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] != "terminated":
+            monitor._offer(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
 
 
 def fleet_values() -> dict[str, str]:
@@ -85,7 +133,10 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     assert {q.file for q in queries} >= {FLEET_DASHBOARD, STREAM_DASHBOARD}
     lake = LakeLayout.at(tmp_path / "lake")
     monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=1.0).start()
+    stateful: list = []
     try:
+        stateful = start_stateful_queries(spark)
+        replay_recorded_kafka_run(monitor)
         target = urllib.parse.urlsplit(monitor.exporter_url).netloc
         with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
             settings = PipelineSettings(
@@ -126,4 +177,6 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 runner.join(timeout=120)
                 assert not runner.is_alive(), "the supervisor did not stop"
     finally:
+        for query in stateful:
+            query.stop()
         monitor.stop()
