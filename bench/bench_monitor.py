@@ -8,10 +8,13 @@
 2. listener callback time as Spark's listener bus sees it: the monitor's JSON bridge against
    PySpark's own listener bridge (which converts each event field by field over Py4J);
 3. exporter scrape time and size with 1,000 streams (built from recorded progress) and 300 event
-   types, against prometheus_client's plain Gauges holding the same samples;
+   types, against prometheus_client's plain Gauges holding the same samples; every stream has
+   the sources and state of `progress_kafka_spark4.json` (a Kafka and a native Delta source
+   with the lag they report, a stream-stream join on RocksDB, a watermark);
 4. `streamops status` over a progress log of 1,000 streams.
 
     python bench/bench_monitor.py
+    python bench/bench_monitor.py --only-scrape     # part 3 alone, no Spark
 
 Prints JSON.
 """
@@ -31,6 +34,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "monitor" / "fixtures" / "progress_delta.json"
+STATEFUL_FIXTURE = ROOT / "tests" / "monitor" / "fixtures" / "progress_kafka_spark4.json"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -353,10 +357,9 @@ def listener_callbacks(spark: Any, streams: int, seconds: float) -> dict[str, An
 def synthetic_fleet(streams: int, event_types: int) -> Any:
     from monitor.fleet import Fleet, TableCommit
     from monitor.progress_event import QueryProgress, QueryStarted
-    from monitor.source_backlog import BacklogReading
-    from streamops.backlog import Backlog
+    from monitor.source_backlog import SourceBacklog
 
-    template = json.loads(FIXTURE.read_text())["progress"]
+    template = json.loads(STATEFUL_FIXTURE.read_text())["progress"]
     fleet = Fleet()
     now = time.time()
     for i in range(streams):
@@ -365,8 +368,9 @@ def synthetic_fleet(streams: int, event_types: int) -> Any:
         for batch in range(10):
             data = dict(template, id=query_id, runId="run-" + query_id, name=name, batchId=batch)
             data["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 100 + 10 * batch))
-            reading = BacklogReading(Backlog(1, batch % 3, 1000 * (batch % 3), 2.0), batch % 3 > 0, now)
-            fleet.apply(QueryProgress.from_json(data), reading)
+            progress = QueryProgress.from_json(data)
+            reading = SourceBacklog(None, clock=lambda: now).measure(name, progress.sources)
+            fleet.apply(progress, reading)
         fleet.record_stream_event_time(name, now - 5)
         fleet.record_quarantine(name, "incompatible_type", i)
     for e in range(event_types):
@@ -382,14 +386,14 @@ def plain_gauges_like(registry_text: bytes) -> Any:
     from prometheus_client.parser import text_string_to_metric_families
 
     registry = CollectorRegistry()
+    by_name: dict[str, list[Any]] = {}
     for family in text_string_to_metric_families(registry_text.decode()):
-        if not family.samples:
-            continue
-        labels = sorted({k for s in family.samples for k in s.labels})
-        gauge = Gauge(
-            family.name.replace(":", "_") + "_plain", family.documentation or "x", labels, registry=registry
-        )
-        for sample in family.samples:
+        for sample in family.samples:  # a histogram's _bucket, _count and _sum become 3 gauges
+            by_name.setdefault(sample.name, []).append(sample)
+    for name, samples in by_name.items():
+        labels = sorted({k for s in samples for k in s.labels})
+        gauge = Gauge(name + "_plain", "x", labels, registry=registry)
+        for sample in samples:
             (gauge.labels(**{k: sample.labels.get(k, "") for k in labels}) if labels else gauge).set(
                 sample.value
             )
@@ -475,7 +479,11 @@ def main() -> None:
     parser.add_argument("--listener-streams", type=int, default=10)
     parser.add_argument("--listener-seconds", type=float, default=15.0)
     parser.add_argument("--scrape-streams", type=int, default=1000)
+    parser.add_argument("--only-scrape", action="store_true", help="part 3 alone (no Spark)")
     args = parser.parse_args()
+    if args.only_scrape:
+        print(json.dumps({"benchmark": "monitor", "scrape": scrape(args.scrape_streams, 300, repeats=10)}, indent=2))
+        return
 
     from pipeline.spark_session import build_spark
 

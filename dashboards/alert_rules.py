@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dashboards import promql
-from monitor.metric_catalog import BACKLOG_SECONDS
+from monitor.metric_catalog import BACKLOG_ESTIMATED_SECONDS, BACKLOG_SECONDS
 
 Comparison = Literal[">", "<"]
 Severity = Literal["critical", "warning"]
@@ -41,6 +41,11 @@ class AlertThresholds:
     quarantine_ratio: float = 0.05
     quarantine_window: str = "10m"
     quarantine_for: str = "10m"
+    source_lag_seconds: float = 600
+    source_lag_for: str = "10m"
+    state_unbounded_for: str = "30m"
+    watermark_stalled_for: str = "10m"
+    late_rows_window: str = "15m"
 
 
 @dataclass(frozen=True)
@@ -187,5 +192,70 @@ def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[
                 f"{STATUS} for the stream's input."
             ),
             value_format="humanizePercentage",
+        ),
+        AlertRule(
+            name="SourceLagEstimateHigh",
+            value=promql.per_stream(BACKLOG_ESTIMATED_SECONDS),
+            comparison=">",
+            threshold=t.source_lag_seconds,
+            pending=t.source_lag_for,
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} needs about {VALUE} to read what waits in its source",
+            description=(
+                "A source of stream {{ $labels.stream }} (Kafka or another offset-based source) is so "
+                "far behind its latest offset that reading it at the rate of recent batches takes "
+                f"more than {format_number(t.source_lag_seconds)}s, and has for {t.source_lag_for}. "
+                f"Run {STATUS} for each source's records behind; the Stream detail dashboard shows "
+                "which source and partition. Raise maxOffsetsPerTrigger or add executors."
+            ),
+            value_format="humanizeDuration",
+        ),
+        AlertRule(
+            name="StateUnbounded",
+            value=promql.warning_raised("state_unbounded"),
+            comparison=">",
+            threshold=0,
+            pending=t.state_unbounded_for,
+            severity="warning",
+            summary="Stream {{ $labels.stream }} keeps state that only grows",
+            description=(
+                f"For {t.state_unbounded_for}, the state rows of stream {{{{ $labels.stream }}}} have "
+                "grown batch after batch with no row evicted: state memory and checkpoint size will "
+                "grow until the driver or executors fail. Add a watermark to the aggregation or "
+                "deduplication (dropDuplicatesWithinWatermark), or a state TTL; the Stream detail "
+                f"dashboard shows which operator grows and {STATUS} the state after the last batch."
+            ),
+        ),
+        AlertRule(
+            name="WatermarkStalled",
+            value=promql.warning_raised("watermark_stalled"),
+            comparison=">",
+            threshold=0,
+            pending=t.watermark_stalled_for,
+            severity="warning",
+            summary="The watermark of stream {{ $labels.stream }} does not advance while rows arrive",
+            description=(
+                f"For {t.watermark_stalled_for}, stream {{{{ $labels.stream }}}} has read rows but its "
+                "event-time watermark has not moved: windows do not close, nothing is emitted in "
+                "append mode and state is not evicted. Usually one idle source of a join or union "
+                "holds the global watermark (set spark.sql.streaming.multipleWatermarkPolicy=max "
+                f"or feed the idle source), or event times stopped advancing. {STATUS} shows the "
+                "watermark lag."
+            ),
+        ),
+        AlertRule(
+            name="LateRowsDropped",
+            value=promql.late_rows_recent(t.late_rows_window),
+            comparison=">",
+            threshold=0,
+            pending="0m",
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} dropped {VALUE} late rows",
+            description=(
+                f"Within the last {t.late_rows_window}, stateful operators of stream "
+                "{{ $labels.stream }} dropped input rows whose event time was behind the watermark; "
+                "they are missing from its results. If they must count, raise the watermark delay; "
+                f"otherwise find the producer that sends old events. {STATUS} lists the warning."
+            ),
         ),
     )

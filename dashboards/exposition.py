@@ -2,13 +2,15 @@
 
 A catalog spec is not always the series name Prometheus stores: a counter `x_total` is exposed
 as `x_total` (and `x_created`), an info `x` as `x_info`, a stateset `x` as one series per state
-labelled `x="<state>"`. These suffix rules live here and nowhere else; queries and the
+labelled `x="<state>"`, a histogram `x` as `x_bucket` (labelled `le`), `x_count` and `x_sum`. These suffix rules live here and nowhere else; queries and the
 catalog-coverage test both go through them.
 """
 
 from __future__ import annotations
 
-from monitor.metric_catalog import CATALOG, STREAM_INFO, STREAM_INFO_KEYS, MetricSpec
+from monitor.metric_catalog import CATALOG, MetricSpec
+
+BUCKET_LABEL = "le"
 
 
 def _counter_base(name: str) -> str:
@@ -21,6 +23,8 @@ def sample_name(spec: MetricSpec) -> str:
         return _counter_base(spec.name) + "_total"
     if spec.kind == "info":
         return spec.name + "_info"
+    if spec.kind == "histogram":
+        return spec.name + "_bucket"
     return spec.name
 
 
@@ -28,6 +32,8 @@ def exposed_names(spec: MetricSpec) -> tuple[str, ...]:
     """Every series name a scrape of the spec can hold."""
     if spec.kind == "counter":
         return (sample_name(spec), _counter_base(spec.name) + "_created")
+    if spec.kind == "histogram":
+        return (sample_name(spec), spec.name + "_count", spec.name + "_sum", spec.name + "_created")
     return (sample_name(spec),)
 
 
@@ -39,11 +45,14 @@ def state_label(spec: MetricSpec) -> str:
 
 
 def exposed_labels(spec: MetricSpec) -> tuple[str, ...]:
-    """Labels the exposed series carry: an info's value keys and a stateset's state label too."""
+    """Labels the exposed series carry: an info's value keys, a stateset's state label and a
+    histogram's bucket bound too."""
     if spec.kind == "stateset":
         return spec.labels + (state_label(spec),)
-    if spec == STREAM_INFO:
-        return spec.labels + STREAM_INFO_KEYS
+    if spec.kind == "info":
+        return spec.labels + spec.info_keys
+    if spec.kind == "histogram":
+        return spec.labels + (BUCKET_LABEL,)
     return spec.labels
 
 

@@ -7,6 +7,7 @@ from grafana_foundation_sdk.models import dashboard as models
 
 from dashboards import panels, promql
 from dashboards.backlog_panels import with_backlog_panels
+from dashboards.stream_health_panels import with_fleet_health_panels
 from dashboards.exposition import state_label
 from dashboards.promql import FLEET
 from monitor.metric_catalog import (
@@ -135,9 +136,9 @@ def build_fleet_dashboard() -> models.Dashboard:
             )
         )
     )
+    builder = with_fleet_health_panels(with_backlog_panels(builder, FLEET, widths=(12, 8, 8, 8)), FLEET)
     builder = (
-        with_backlog_panels(builder, FLEET, widths=(12, 8, 8, 8))
-        .with_row(Row("Throughput and freshness"))
+        builder.with_row(Row("Throughput and freshness"))
         .with_panel(
             panels.time_series(
                 "Throughput, all streams",

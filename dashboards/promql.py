@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboards.exposition import exposed_labels, sample_name, state_label
+from dashboards.exposition import BUCKET_LABEL, exposed_labels, sample_name, state_label
 from monitor.metric_catalog import (
     BATCH_PHASE_DURATION,
+    BATCH_PHASE_SECONDS,
     EVENT_TYPE_LAST_COMMIT,
     EVENT_TYPE_ROWS,
     EVENT_TYPE_SCHEMA_VERSION,
@@ -24,10 +25,14 @@ from monitor.metric_catalog import (
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
     SCHEMA_ALERTS,
+    SOURCE_INFO,
+    STATE_ROWS_DROPPED,
     STREAM_FAILURES,
     STREAM_INFO,
     STREAM_STATUS,
     STREAM_STATUSES,
+    STREAM_WARNING,
+    STREAM_WARNINGS,
     MetricSpec,
 )
 
@@ -214,3 +219,70 @@ def schema_alerts_in_range(scope: Scope = UNSCOPED) -> str:
 def label_values(spec: MetricSpec, label: str, scope: Scope = UNSCOPED) -> str:
     """A Grafana template-variable query (not PromQL): the values `label` takes on the spec."""
     return f"label_values({selector(spec, scope)}, {label})"
+
+
+def per_source(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
+    """One value per source of each stream, labelled with the source's position and kind."""
+    return f"max by (stream, source, kind) ({selector(spec, scope)})"
+
+
+def stream_sum(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
+    """A per-source or per-operator measure added up per stream (records behind, state rows)."""
+    return f"sum by (stream) ({selector(spec, scope)})"
+
+
+def per_operator(spec: MetricSpec, scope: Scope = UNSCOPED, *by: str) -> str:
+    """One value per stateful operator of each stream (and per `by` label, e.g. `phase`)."""
+    labels = ", ".join(("stream", "operator", *by))
+    return f"max by ({labels}) ({selector(spec, scope)})"
+
+
+def operator_rate(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
+    """Per-second rate of a per-operator counter (rows updated, evicted, dropped as late)."""
+    return f"sum by (stream, operator) (rate({selector(spec, scope)}[{RATE_INTERVAL}]))"
+
+
+def source_descriptions(scope: Scope = UNSCOPED) -> str:
+    """Each source of each stream with its kind and description (the info metric's labels)."""
+    return f"max by (stream, source, kind, description) ({selector(SOURCE_INFO, scope)})"
+
+
+def phase_quantile(quantile: float, scope: Scope = UNSCOPED, *by: str, window: str = RATE_INTERVAL) -> str:
+    """The `quantile` of batch durations per phase over `window`, from the phase histogram
+    (every batch counts, not only the last one of each scrape interval)."""
+    labels = ", ".join((*by, BUCKET_LABEL))
+    buckets = f"sum by ({labels}) (rate({selector(BATCH_PHASE_SECONDS, scope)}[{window}]))"
+    return f"histogram_quantile({quantile:g}, {buckets})"
+
+
+def whole_batch_quantile(quantile: float, scope: Scope = UNSCOPED, window: str = RATE_INTERVAL) -> str:
+    """The `quantile` of whole-batch durations per stream."""
+    return phase_quantile(quantile, Scope(scope.matchers + (("phase", f'="{TOTAL_PHASE}"'),)), "stream", window=window)
+
+
+def _warning(code: str) -> str:
+    if code not in STREAM_WARNINGS:
+        raise ValueError(f"`{code}` is not a stream warning; use one of {', '.join(STREAM_WARNINGS)}")
+    return f'{state_label(STREAM_WARNING)}="{code}"'
+
+
+def warning_raised(code: str, scope: Scope = UNSCOPED) -> str:
+    """1 for each stream with warning `code` now, 0 for each stream without it."""
+    return f"max by (stream) ({selector(STREAM_WARNING, scope, _warning(code))})"
+
+
+def streams_with_warning(scope: Scope = UNSCOPED) -> str:
+    """How many streams carry each warning now."""
+    label = state_label(STREAM_WARNING)
+    return f"sum by ({label}) ({selector(STREAM_WARNING, scope)})"
+
+
+def current_warnings(scope: Scope = UNSCOPED) -> str:
+    """One series per stream and warning that holds now."""
+    label = state_label(STREAM_WARNING)
+    return f"max by (stream, {label}) ({selector(STREAM_WARNING, scope)}) == 1"
+
+
+def late_rows_recent(window: str, scope: Scope = UNSCOPED) -> str:
+    """Rows each stream's operators dropped as late within `window` (a new series counts too)."""
+    return f"sum by (stream) ({recent_increase(STATE_ROWS_DROPPED, window, scope)})"

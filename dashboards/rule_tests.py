@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from dashboards.alert_rules import SERVICE_LABEL, AlertRule
 from dashboards.exposition import sample_name, state_label
 from monitor.metric_catalog import (
+    BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_SECONDS,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
@@ -25,8 +26,10 @@ from monitor.metric_catalog import (
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
     SCHEMA_ALERTS,
+    STATE_ROWS_DROPPED,
     STREAM_FAILURES,
     STREAM_STATUS,
+    STREAM_WARNING,
     MetricSpec,
 )
 
@@ -51,6 +54,10 @@ def series(spec: MetricSpec, values: str, **labels: str) -> Series:
 
 def status_series(stream: str, status: str, values: str) -> Series:
     return series(STREAM_STATUS, values, stream=stream, **{state_label(STREAM_STATUS): status})
+
+
+def warning_series(stream: str, warning: str, values: str) -> Series:
+    return series(STREAM_WARNING, values, stream=stream, **{state_label(STREAM_WARNING): warning})
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,70 @@ CASES: tuple[RuleCase, ...] = (
                 "25m",
                 (Firing({"stream": "bronze"}, "Stream bronze quarantines 20% of the rows it reads"),),
             ),
+        ),
+    ),
+    RuleCase(
+        alert="SourceLagEstimateHigh",
+        input_series=(
+            series(BACKLOG_ESTIMATED_SECONDS, "900x20", stream="behind", source="0", kind="kafka"),
+            series(BACKLOG_ESTIMATED_SECONDS, "5x20", stream="behind", source="1", kind="delta"),
+            series(BACKLOG_ESTIMATED_SECONDS, "5x20", stream="fast", source="0", kind="kafka"),
+        ),
+        evaluations=(
+            ("5m", ()),
+            (
+                "15m",
+                (
+                    Firing(
+                        {"stream": "behind"},
+                        "Stream behind needs about 15m 0s to read what waits in its source",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="StateUnbounded",
+        input_series=(
+            warning_series("growing", "state_unbounded", "1x50"),
+            warning_series("growing", "late_rows_dropped", "0x50"),
+            warning_series("bounded", "state_unbounded", "0x50"),
+            warning_series("bounded", "late_rows_dropped", "1x50"),
+        ),
+        evaluations=(
+            ("20m", ()),
+            ("40m", (Firing({"stream": "growing"}, "Stream growing keeps state that only grows"),)),
+        ),
+    ),
+    RuleCase(
+        alert="WatermarkStalled",
+        input_series=(
+            warning_series("stuck", "watermark_stalled", "1x30"),
+            warning_series("moving", "watermark_stalled", "0x30"),
+        ),
+        evaluations=(
+            ("5m", ()),
+            (
+                "15m",
+                (
+                    Firing(
+                        {"stream": "stuck"},
+                        "The watermark of stream stuck does not advance while rows arrive",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="LateRowsDropped",
+        input_series=(
+            series(STATE_ROWS_DROPPED, "_x5 3x40", stream="late", operator="stateStoreSave"),
+            series(STATE_ROWS_DROPPED, "0x45", stream="punctual", operator="stateStoreSave"),
+        ),
+        evaluations=(
+            ("3m", ()),
+            ("10m", (Firing({"stream": "late"}, "Stream late dropped 3 late rows"),)),
+            ("40m", ()),
         ),
     ),
 )

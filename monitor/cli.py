@@ -78,13 +78,15 @@ def _status(args: argparse.Namespace) -> int:
             _backlog(row),
             human_seconds(row.freshness_seconds),
             _rates(row.input_rows_per_second, row.processed_rows_per_second),
+            ", ".join(w.code for w in row.warnings) or "-",
             _clip(row.reason),
         )
         for row in rows
     ]
     print(
         format_table(
-            ("STREAM", "STATUS", "LAST BATCH", "BACKLOG", "FRESHNESS", "ROWS/S IN/OUT", "REASON"), table
+            ("STREAM", "STATUS", "LAST BATCH", "BACKLOG", "FRESHNESS", "ROWS/S IN/OUT", "WARNINGS", "REASON"),
+            table,
         )
     )
     summary = ", ".join(f"{counts[s]} {s}" for s in SEVERITY if counts[s])
@@ -99,13 +101,25 @@ def _last_batch(batch_id: int | None, at: float | None, now: float) -> str:
 
 
 def _backlog(row: "StreamStatusRow") -> str:
+    """Measured files first; records behind the latest offset (Kafka and the like) with the
+    estimated time to read them; files a source reports about itself."""
+    parts = []
     backlog = row.backlog
-    if backlog is None:
-        return "waiting" if row.pending else "-"
-    if backlog.is_empty:
+    if backlog is not None and not backlog.is_empty:
+        size, age = human_bytes(backlog.bytes), human_seconds(backlog.seconds)
+        parts.append(f"{_count(backlog.files, 'file')}, {size}, {_count(backlog.versions, 'version')}, {age}")
+    offsets = row.offsets
+    if offsets:
+        estimates = [e for e in row.estimated_seconds if e is not None]
+        parts.append(f"{_count(offsets, 'record')}" + (f" (~{human_seconds(max(estimates))} to read)" if estimates else ""))
+    reported = sum(s.files or 0 for s in row.sources if not s.measured)
+    if reported:
+        parts.append(f"{_count(reported, 'file')} reported")
+    if parts:
+        return "; ".join(parts)
+    if backlog is not None or offsets == 0:
         return "none"
-    size, age = human_bytes(backlog.bytes), human_seconds(backlog.seconds)
-    return f"{_count(backlog.files, 'file')}, {size}, {_count(backlog.versions, 'version')}, {age}"
+    return "waiting" if row.pending else "-"
 
 
 def _count(n: int, noun: str) -> str:

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
+    HistogramMetricFamily,
     InfoMetricFamily,
     Metric,
     StateSetMetricFamily,
@@ -22,9 +23,10 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from monitor import metric_catalog as catalog
+from monitor.detail_samples import add_source_samples, add_state_samples, add_time_samples
 from monitor.exceptions import MonitorError
 from monitor.fleet import Fleet, StreamView
-from monitor.metric_catalog import CATALOG, STREAM_INFO_KEYS, STREAM_STATUSES, MetricSpec
+from monitor.metric_catalog import CATALOG, STREAM_INFO_KEYS, STREAM_STATUSES, STREAM_WARNINGS, MetricSpec
 from monitor.status_rules import DEFAULT_POLICY, StatusPolicy, arrival_rate, evaluate
 
 _FAMILIES: dict[str, Callable[..., Metric]] = {
@@ -32,6 +34,7 @@ _FAMILIES: dict[str, Callable[..., Metric]] = {
     "counter": CounterMetricFamily,
     "stateset": StateSetMetricFamily,
     "info": InfoMetricFamily,
+    "histogram": HistogramMetricFamily,
 }
 
 
@@ -64,7 +67,12 @@ class FleetCollector(Collector):
         families = {spec.name: new_family(spec) for spec in CATALOG}
 
         def add(spec: MetricSpec, labels: list[str], value: object) -> None:
-            families[spec.name].add_metric(labels, value)  # type: ignore[attr-defined]
+            family = families[spec.name]
+            if spec.kind == "histogram":
+                buckets, total = value  # type: ignore[misc]
+                family.add_metric(labels, buckets, total)  # type: ignore[attr-defined]
+            else:
+                family.add_metric(labels, value)  # type: ignore[attr-defined]
 
         for view in snapshot.streams:
             self._add_stream(add, view, now)
@@ -94,6 +102,8 @@ class FleetCollector(Collector):
         verdict = evaluate(obs, now, self._policy)
         add(catalog.STREAM_UP, labels, 1 if obs.active else 0)
         add(catalog.STREAM_STATUS, labels, {s: s == verdict.status for s in STREAM_STATUSES})
+        raised = {warning.code for warning in verdict.warnings}
+        add(catalog.STREAM_WARNING, labels, {w: w in raised for w in STREAM_WARNINGS})
         add(catalog.STREAM_INFO, labels, {key: str(getattr(view, key)) for key in STREAM_INFO_KEYS})
         add(catalog.INPUT_ROWS, labels, view.input_rows_total)
         add(catalog.STREAM_FAILURES, labels, view.failures)
@@ -113,14 +123,11 @@ class FleetCollector(Collector):
                     add(catalog.BATCH_PHASE_DURATION, labels + [phase], progress.duration_ms[phase] / 1000.0)
             add(catalog.LAST_PROGRESS, labels, progress.timestamp + progress.batch_duration_ms / 1000.0)
             add(catalog.BATCH_ID, labels, progress.batch_id)
-        backlog = view.backlog
-        if backlog is not None:
-            add(catalog.BACKLOG_VERSIONS, labels, backlog.versions)
-            add(catalog.BACKLOG_FILES, labels, backlog.files)
-            add(catalog.BACKLOG_BYTES, labels, backlog.bytes)
-            add(catalog.BACKLOG_SECONDS, labels, backlog.seconds)
         if view.max_event_time is not None:
             add(catalog.FRESHNESS, labels, max(0.0, now - view.max_event_time))
+        add_source_samples(add, view)
+        add_state_samples(add, view)
+        add_time_samples(add, view)
 
 
 @dataclass

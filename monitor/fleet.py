@@ -11,8 +11,18 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from monitor.progress_event import MonitorEvent, QueryIdle, QueryProgress, QueryStarted, QueryTerminated
+from monitor.batch_histogram import PhaseDistribution, PhaseHistogram
+from monitor.progress_event import (
+    WATERMARK,
+    MonitorEvent,
+    QueryIdle,
+    QueryProgress,
+    QueryStarted,
+    QueryTerminated,
+)
 from monitor.source_backlog import BacklogReading
+from monitor.source_lag import SourceLag
+from monitor.state_counters import OperatorTotals, StateCounters
 from monitor.status_rules import DEFAULT_POLICY, ProgressSample, StatusPolicy, StreamObservation
 from streamops.backlog import Backlog
 from streamops.lake_layout import group_of
@@ -20,6 +30,7 @@ from streamops.lake_layout import group_of
 
 def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> ProgressSample:
     duration_ms = progress.duration_ms.get("triggerExecution", progress.batch_duration_ms)
+    operators = progress.state_operators
     return ProgressSample(
         timestamp=progress.timestamp,
         batch_id=progress.batch_id,
@@ -28,6 +39,13 @@ def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> Progre
         duration_seconds=duration_ms / 1000.0,
         backlog=reading.backlog if reading else None,
         pending=reading.pending if reading else None,
+        files=reading.files if reading else None,
+        offsets=reading.offsets if reading else None,
+        source_rows=tuple(source.num_input_rows for source in progress.sources),
+        watermark=progress.event_time.get(WATERMARK),
+        state_rows=sum(op.num_rows_total for op in operators) if operators else None,
+        state_rows_removed=sum(op.num_rows_removed for op in operators),
+        late_rows=sum(op.num_rows_dropped_by_watermark for op in operators),
     )
 
 
@@ -61,11 +79,18 @@ class _StreamState:
     reading: BacklogReading | None = None
     pending_since: float | None = None
     max_event_time: float | None = None
+    watermark_lag: float | None = None
+    event_time_lag: float | None = None
+    phases: PhaseHistogram = field(default_factory=PhaseHistogram)
+    state: StateCounters = field(default_factory=StateCounters)
 
 
 @dataclass(frozen=True)
 class StreamView:
-    """One stream at scrape time: immutable, safe to read without the lock."""
+    """One stream at scrape time: immutable, safe to read without the lock.
+
+    `sources` is each source's lag as last measured; `watermark_lag` and `event_time_lag` are
+    from the last batch that had a watermark / read rows with event times."""
 
     stream: str
     query_id: str
@@ -76,6 +101,11 @@ class StreamView:
     failures: int
     last_progress: QueryProgress | None
     max_event_time: float | None
+    sources: tuple[SourceLag, ...] = ()
+    watermark_lag: float | None = None
+    event_time_lag: float | None = None
+    phases: tuple[PhaseDistribution, ...] = ()
+    state_totals: tuple[tuple[str, OperatorTotals], ...] = ()
 
     @property
     def backlog(self) -> Backlog | None:
@@ -138,8 +168,13 @@ class Fleet:
                 state.samples.append(sample_of(event, reading))
                 state.input_rows_total += event.num_input_rows
                 state.last_event_at = event.timestamp + event.batch_duration_ms / 1000.0
+                state.phases.observe(event.duration_ms)
+                state.state.add(event.state_operators)
                 if (newest := event.event_time.get("max")) is not None:
                     state.max_event_time = max(newest, state.max_event_time or newest)
+                    state.event_time_lag = event.timestamp - newest
+                if (watermark := event.watermark) is not None:
+                    state.watermark_lag = event.timestamp - watermark
                 if reading is not None:
                     self._set_reading(state, reading)
                 return state.stream
@@ -261,6 +296,11 @@ class Fleet:
             failures=state.failures,
             last_progress=state.last_progress,
             max_event_time=state.max_event_time,
+            sources=reading.sources if reading else (),
+            watermark_lag=state.watermark_lag,
+            event_time_lag=state.event_time_lag,
+            phases=state.phases.distributions(),
+            state_totals=state.state.snapshot(),
         )
 
     def _stream(self, stream: str, query_id: str, run_id: str) -> _StreamState:

@@ -18,11 +18,13 @@ from monitor.metric_catalog import StreamStatus
 from monitor.progress_event import SourceProgress, exception_summary
 from monitor.progress_log import ACTIVITY_EVENTS, LIFECYCLE_EVENTS, PHASE_COLUMNS, ProgressLog
 from monitor.source_backlog import BacklogReading, SourceBacklog
+from monitor.source_lag import SourceLag, estimated_seconds, read_rate
 from monitor.status_rules import (
     DEFAULT_POLICY,
     ProgressSample,
     StatusPolicy,
     StreamObservation,
+    StreamWarning,
     arrival_rate,
     evaluate,
 )
@@ -48,6 +50,12 @@ ACTIVITY_COLUMNS = [
     "backlog_files",
     "backlog_bytes",
     "backlog_seconds",
+    "backlog_offsets",
+    "watermark",
+    "state_rows_total",
+    "state_rows_removed",
+    "state_rows_dropped_by_watermark",
+    "state_memory_bytes",
 ]
 LIFECYCLE_COLUMNS = ["event", "stream", "query_id", "run_id", "timestamp", "exception"]
 ONE_DAY = timedelta(days=1)
@@ -68,6 +76,18 @@ class StreamStatusRow:
     freshness_seconds: float | None
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
+    warnings: tuple[StreamWarning, ...] = ()
+    sources: tuple[SourceLag, ...] = ()
+    estimated_seconds: tuple[float | None, ...] = ()
+    state_rows: int | None = None
+    state_memory_bytes: int | None = None
+    watermark_lag_seconds: float | None = None
+
+    @property
+    def offsets(self) -> int | None:
+        """Records behind the latest offset over the sources that report it."""
+        known = [s.offsets for s in self.sources if s.offsets is not None]
+        return sum(known) if known else None
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON form (documented in the README)."""
@@ -92,6 +112,28 @@ class StreamStatusRow:
             "freshness_seconds": _round(self.freshness_seconds),
             "input_rows_per_second": _round(self.input_rows_per_second),
             "processed_rows_per_second": _round(self.processed_rows_per_second),
+            "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
+            "sources": [
+                {
+                    "source": lag.source,
+                    "kind": lag.kind,
+                    "description": lag.description,
+                    "pending": lag.pending,
+                    "offsets": lag.offsets,
+                    "max_partition_offsets": lag.max_partition_offsets,
+                    "files": lag.files,
+                    "bytes": lag.bytes,
+                    "versions": lag.versions,
+                    "seconds": _round(lag.seconds),
+                    "estimated_seconds": _round(estimate),
+                    "measured": lag.measured,
+                }
+                for lag, estimate in zip(self.sources, self.estimated_seconds)
+            ],
+            "state": None
+            if self.state_rows is None
+            else {"rows": self.state_rows, "memory_bytes": self.state_memory_bytes},
+            "watermark_lag_seconds": _round(self.watermark_lag_seconds),
         }
 
 
@@ -199,6 +241,7 @@ def _stream_row(
     event_time_max = _epoch(newest_event_time)
     rate = arrival_rate(samples[-2], samples[-1]) if len(samples) >= 2 else None
     run_id = last_life["run_id"] if last_life is not None else (last["run_id"] if last is not None else None)
+    watermark = _epoch(last["watermark"]) if last is not None else None
     return StreamStatusRow(
         stream=stream,
         status=verdict.status,
@@ -213,6 +256,14 @@ def _stream_row(
         freshness_seconds=max(0.0, now - event_time_max) if event_time_max is not None else None,
         input_rows_per_second=rate if rate is not None else _float(last, "input_rows_per_second"),
         processed_rows_per_second=_float(last, "processed_rows_per_second"),
+        warnings=verdict.warnings,
+        sources=reading.sources,
+        estimated_seconds=tuple(
+            estimated_seconds(lag.offsets, read_rate(samples, lag.source)) for lag in reading.sources
+        ),
+        state_rows=_int(last["state_rows_total"]) if last is not None else None,
+        state_memory_bytes=_int(last["state_memory_bytes"]) if last is not None else None,
+        watermark_lag_seconds=(_sample(last).timestamp - watermark) if watermark else None,
     )
 
 
@@ -221,6 +272,7 @@ def _sample(row: dict[str, Any]) -> ProgressSample:
     if duration_ms is None:
         duration_ms = _int(row["batch_duration_ms"]) or 0
     files = _int(row["backlog_files"])
+    sources = row["sources"] if row["sources"] is not None else []
     return ProgressSample(
         timestamp=_epoch(row["timestamp"]) or 0.0,
         batch_id=_int(row["batch_id"]) or 0,
@@ -236,6 +288,12 @@ def _sample(row: dict[str, Any]) -> ProgressSample:
             seconds=_float(row, "backlog_seconds") or 0.0,
         ),
         pending=None if _missing(row["backlog_pending"]) else bool(row["backlog_pending"]),
+        offsets=_int(row["backlog_offsets"]),
+        source_rows=tuple(int(source["num_input_rows"] or 0) for source in sources),
+        watermark=_epoch(row["watermark"]),
+        state_rows=_int(row["state_rows_total"]),
+        state_rows_removed=_int(row["state_rows_removed"]) or 0,
+        late_rows=_int(row["state_rows_dropped_by_watermark"]) or 0,
     )
 
 
@@ -246,14 +304,17 @@ def _current_backlog(
     samples: tuple[ProgressSample, ...],
     now: float,
 ) -> BacklogReading:
-    """Measure now from the last processed offsets; fall back to what the log recorded."""
+    """Measure now from the last processed offsets; where nothing can be measured now, what the
+    log recorded after the last batch, with what the sources themselves reported."""
+    sources: tuple[SourceLag, ...] = ()
     if last is not None and last["sources"] is not None and len(last["sources"]):
         reading = backlog.measure(stream, [SourceProgress.from_row(source) for source in last["sources"]])
         if reading.backlog is not None:
             return reading
+        sources = reading.sources
     if samples:
-        return BacklogReading(samples[-1].backlog, samples[-1].pending, samples[-1].ended_at)
-    return BacklogReading(None, None, now)
+        return BacklogReading(samples[-1].backlog, samples[-1].pending, samples[-1].ended_at, sources)
+    return BacklogReading(None, None, now, sources)
 
 
 def _pending_since(reading: BacklogReading, samples: tuple[ProgressSample, ...]) -> float | None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-MetricKind = Literal["gauge", "counter", "stateset", "info"]
+MetricKind = Literal["gauge", "counter", "stateset", "info", "histogram"]
 StreamStatus = Literal["ok", "idle", "lagging", "stalled", "failed", "stopped"]
 STREAM_STATUSES: tuple[str, ...] = get_args(StreamStatus)
+StreamWarningCode = Literal["state_unbounded", "watermark_stalled", "late_rows_dropped"]
+STREAM_WARNINGS: tuple[str, ...] = get_args(StreamWarningCode)
 BATCH_PHASES: tuple[str, ...] = (
     "addBatch",
     "commitOffsets",
@@ -33,24 +35,55 @@ DEFAULT_METRICS_PORT = 9108
 
 @dataclass(frozen=True)
 class MetricSpec:
+    """`states` are a stateset's states; `info_keys` the keys of an info metric's value."""
+
     name: str
     kind: MetricKind
     help: str
     labels: tuple[str, ...]
+    states: tuple[str, ...] = ()
+    info_keys: tuple[str, ...] = ()
 
 
 STREAM = ("stream",)
+SOURCE = ("stream", "source", "kind")
+"""A stream's source: its position in the query's sources (`0`, `1`, ...: Spark's own numbering
+of `sources/<id>` in the checkpoint) and its kind (`monitor.source_kinds`, `unknown` included)."""
+OPERATOR = ("stream", "operator")
+"""A stateful operator: its name, plus its position in the plan when the query has several."""
 
 STREAM_UP = MetricSpec("streamops_stream_up", "gauge", "1 while the streaming query is active, else 0", STREAM)
 STREAM_STATUS = MetricSpec(
-    "streamops_stream_status", "stateset", "Current status of the stream (one state is 1)", STREAM
+    "streamops_stream_status",
+    "stateset",
+    "Current status of the stream (one state is 1)",
+    STREAM,
+    states=STREAM_STATUSES,
 )
-STREAM_INFO = MetricSpec(
-    "streamops_stream", "info", "Identity of the stream: query id, run id and group", STREAM
+STREAM_WARNING = MetricSpec(
+    "streamops_stream_warning",
+    "stateset",
+    "Warnings about a running stream (each state is 1 while it holds): unbounded state, stalled watermark, late rows dropped",
+    STREAM,
+    states=STREAM_WARNINGS,
 )
 STREAM_INFO_KEYS: tuple[str, ...] = ("query_id", "run_id", "group")
 """Keys of STREAM_INFO's value, exposed as labels of `streamops_stream_info`; dashboards filter
 streams by `group` through them (empty for streams that serve no event group)."""
+STREAM_INFO = MetricSpec(
+    "streamops_stream",
+    "info",
+    "Identity of the stream: query id, run id and group",
+    STREAM,
+    info_keys=STREAM_INFO_KEYS,
+)
+SOURCE_INFO = MetricSpec(
+    "streamops_stream_source",
+    "info",
+    "Each source of the stream: its kind and description (topic, table or path)",
+    SOURCE,
+    info_keys=("description",),
+)
 INPUT_ROWS = MetricSpec("streamops_stream_input_rows_total", "counter", "Rows read by the stream", STREAM)
 INPUT_ROWS_PER_SECOND = MetricSpec(
     "streamops_stream_input_rows_per_second",
@@ -81,25 +114,103 @@ LAST_PROGRESS = MetricSpec(
 )
 BATCH_ID = MetricSpec("streamops_stream_batch_id", "gauge", "Id of the last completed batch", STREAM)
 BACKLOG_VERSIONS = MetricSpec(
-    "streamops_stream_backlog_versions", "gauge", "Source Delta versions not yet processed", STREAM
+    "streamops_stream_backlog_versions", "gauge", "Source Delta versions not yet processed", SOURCE
 )
 BACKLOG_FILES = MetricSpec(
-    "streamops_stream_backlog_files", "gauge", "Source files not yet processed", STREAM
+    "streamops_stream_backlog_files", "gauge", "Source files not yet processed", SOURCE
 )
 BACKLOG_BYTES = MetricSpec(
-    "streamops_stream_backlog_bytes", "gauge", "Source bytes not yet processed", STREAM
+    "streamops_stream_backlog_bytes", "gauge", "Source bytes not yet processed", SOURCE
 )
 BACKLOG_SECONDS = MetricSpec(
     "streamops_stream_backlog_seconds",
     "gauge",
-    "Age of the oldest unprocessed source commit (0 when caught up)",
-    STREAM,
+    "Age of the oldest unprocessed source data (0 when caught up)",
+    SOURCE,
+)
+BACKLOG_OFFSETS = MetricSpec(
+    "streamops_stream_backlog_offsets",
+    "gauge",
+    "Records behind the source's latest offset, summed over its partitions",
+    SOURCE,
+)
+BACKLOG_MAX_PARTITION_OFFSETS = MetricSpec(
+    "streamops_stream_backlog_max_partition_offsets",
+    "gauge",
+    "Records the most lagging partition of the source is behind its latest offset",
+    SOURCE,
+)
+BACKLOG_ESTIMATED_SECONDS = MetricSpec(
+    "streamops_stream_backlog_estimated_seconds",
+    "gauge",
+    "Estimate: seconds to read the source's offset backlog at the rate it read over recent batches",
+    SOURCE,
 )
 FRESHNESS = MetricSpec(
     "streamops_stream_freshness_seconds",
     "gauge",
     "Now minus the newest event time the stream has committed",
     STREAM,
+)
+WATERMARK_LAG = MetricSpec(
+    "streamops_stream_watermark_lag_seconds",
+    "gauge",
+    "Start of the last batch minus its event-time watermark",
+    STREAM,
+)
+EVENT_TIME_MAX_LAG = MetricSpec(
+    "streamops_stream_event_time_max_lag_seconds",
+    "gauge",
+    "Start of the last batch that read rows minus the newest event time it read",
+    STREAM,
+)
+BATCH_PHASE_SECONDS = MetricSpec(
+    "streamops_stream_batch_phase_seconds",
+    "histogram",
+    "Batch durations per phase (Spark durationMs; triggerExecution is the whole batch)",
+    STREAM + ("phase",),
+)
+STATE_ROWS = MetricSpec(
+    "streamops_stream_state_rows", "gauge", "Rows held in the operator's state after the last batch", OPERATOR
+)
+STATE_MEMORY = MetricSpec(
+    "streamops_stream_state_memory_bytes",
+    "gauge",
+    "Memory the operator's state stores used after the last batch",
+    OPERATOR,
+)
+STATE_ROWS_UPDATED = MetricSpec(
+    "streamops_stream_state_rows_updated_total", "counter", "State rows the operator added or updated", OPERATOR
+)
+STATE_ROWS_REMOVED = MetricSpec(
+    "streamops_stream_state_rows_removed_total",
+    "counter",
+    "State rows the operator evicted (watermark, timeout or TTL)",
+    OPERATOR,
+)
+STATE_ROWS_DROPPED = MetricSpec(
+    "streamops_stream_state_rows_dropped_by_watermark_total",
+    "counter",
+    "Input rows the operator dropped as later than the watermark",
+    OPERATOR,
+)
+ROCKSDB_COMMIT_SECONDS = MetricSpec(
+    "streamops_stream_state_rocksdb_commit_seconds",
+    "gauge",
+    "RocksDB state store: time each phase of the last batch's state commit took",
+    OPERATOR + ("phase",),
+)
+ROCKSDB_SST_BYTES = MetricSpec(
+    "streamops_stream_state_rocksdb_sst_bytes",
+    "gauge",
+    "RocksDB state store: bytes of the operator's live SST files",
+    OPERATOR,
+)
+ROCKSDB_CHECKPOINT_BYTES = MetricSpec(
+    "streamops_stream_state_rocksdb_checkpoint_bytes_total",
+    "counter",
+    "RocksDB state store: bytes uploaded to the checkpoint location",
+    OPERATOR,
 )
 EVENT_TYPE_ROWS = MetricSpec(
     "streamops_event_type_rows_total",
@@ -161,7 +272,9 @@ MONITOR_WORKER_CPU = MetricSpec(
 CATALOG: tuple[MetricSpec, ...] = (
     STREAM_UP,
     STREAM_STATUS,
+    STREAM_WARNING,
     STREAM_INFO,
+    SOURCE_INFO,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
     PROCESSED_ROWS_PER_SECOND,
@@ -173,7 +286,21 @@ CATALOG: tuple[MetricSpec, ...] = (
     BACKLOG_FILES,
     BACKLOG_BYTES,
     BACKLOG_SECONDS,
+    BACKLOG_OFFSETS,
+    BACKLOG_MAX_PARTITION_OFFSETS,
+    BACKLOG_ESTIMATED_SECONDS,
     FRESHNESS,
+    WATERMARK_LAG,
+    EVENT_TIME_MAX_LAG,
+    BATCH_PHASE_SECONDS,
+    STATE_ROWS,
+    STATE_MEMORY,
+    STATE_ROWS_UPDATED,
+    STATE_ROWS_REMOVED,
+    STATE_ROWS_DROPPED,
+    ROCKSDB_COMMIT_SECONDS,
+    ROCKSDB_SST_BYTES,
+    ROCKSDB_CHECKPOINT_BYTES,
     EVENT_TYPE_ROWS,
     EVENT_TYPE_LAST_COMMIT,
     EVENT_TYPE_SCHEMA_VERSION,

@@ -8,16 +8,18 @@ recorded JSON, so status rules, backlog and the exporter are tested without a JV
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import Any, ClassVar, Iterator, Literal, Mapping, Union
+from typing import Any, ClassVar, Iterator, Literal, Mapping, Sequence, Union
 
 import orjson
 
 from monitor.exceptions import ProgressEventError
 
 EventKind = Literal["started", "progress", "idle", "terminated"]
+WATERMARK = "watermark"
 EVENT_KINDS: tuple[EventKind, ...] = ("started", "progress", "idle", "terminated")
 MAX_MESSAGE_CHARS = 500
 
@@ -29,8 +31,8 @@ def iso_to_epoch(value: str | None) -> float | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-def _offset_text(value: Any) -> str | None:
-    """Offsets are arbitrary JSON per source; keep them as compact JSON text."""
+def _json_text(value: Any) -> str | None:
+    """Offsets and metric maps are arbitrary JSON per source; keep them as compact JSON text."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -38,8 +40,27 @@ def _offset_text(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
+def _count(value: Any) -> int:
+    """A count a newer Spark or a connector may omit or mistype: 0 rather than losing the event."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _rate(value: Any) -> float:
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 @dataclass(frozen=True)
 class SourceProgress:
+    """One source of a progress event. `metrics` is the source's own metrics map as JSON text
+    (Kafka's offsets behind latest, Delta's and Auto Loader's outstanding files and bytes, or
+    whatever a connector reports), read by `monitor.source_lag`."""
+
     description: str
     start_offset: str | None
     end_offset: str | None
@@ -47,18 +68,40 @@ class SourceProgress:
     num_input_rows: int
     input_rows_per_second: float
     processed_rows_per_second: float
+    metrics: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SourceProgress":
         return cls(
             description=str(data.get("description") or ""),
-            start_offset=_offset_text(data.get("startOffset")),
-            end_offset=_offset_text(data.get("endOffset")),
-            latest_offset=_offset_text(data.get("latestOffset")),
-            num_input_rows=int(data.get("numInputRows") or 0),
-            input_rows_per_second=float(data.get("inputRowsPerSecond") or 0.0),
-            processed_rows_per_second=float(data.get("processedRowsPerSecond") or 0.0),
+            start_offset=_json_text(data.get("startOffset")),
+            end_offset=_json_text(data.get("endOffset")),
+            latest_offset=_json_text(data.get("latestOffset")),
+            num_input_rows=_count(data.get("numInputRows")),
+            input_rows_per_second=_rate(data.get("inputRowsPerSecond")),
+            processed_rows_per_second=_rate(data.get("processedRowsPerSecond")),
+            metrics=_json_text(data.get("metrics") or None),
         )
+
+    def metric_values(self) -> dict[str, float]:
+        """The numeric entries of the metrics map (Spark writes them as strings: "4.0")."""
+        if not self.metrics:
+            return {}
+        try:
+            data = orjson.loads(self.metrics)
+        except orjson.JSONDecodeError:
+            return {}
+        values: dict[str, float] = {}
+        for key, value in data.items() if isinstance(data, dict) else ():
+            if isinstance(value, bool):
+                continue
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(number):
+                values[str(key)] = number
+        return values
 
     def to_row(self) -> dict[str, Any]:
         """The progress log's struct for one source: these fields, under these names."""
@@ -67,10 +110,56 @@ class SourceProgress:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "SourceProgress":
         """Read back what `to_row` wrote: `streamops status` measures backlog from logged sources."""
-        return cls(**{name: row[name] for name in SOURCE_FIELDS})
+        return cls(**{name: row.get(name) for name in SOURCE_FIELDS})
 
 
 SOURCE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SourceProgress))
+
+
+DEFAULT_OPERATOR_NAME = "stateOperator"
+"""What an operator is called when Spark names none (before Spark 3.1)."""
+
+
+@dataclass(frozen=True)
+class StateOperatorProgress:
+    """One stateful operator of a batch (`stateOperators[]`): an aggregation, a deduplication, a
+    stream-stream join or a (transform|flatMap)WithState. Counts cover every state store
+    instance of the operator; `custom_metrics` are the state store provider's own (RocksDB's
+    commit latencies and file sizes, for instance), kept whole."""
+
+    operator_name: str
+    num_rows_total: int
+    num_rows_updated: int
+    num_rows_removed: int
+    memory_used_bytes: int
+    num_rows_dropped_by_watermark: int
+    commit_time_ms: int
+    custom_metrics: Mapping[str, int]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "StateOperatorProgress":
+        custom = data.get("customMetrics")
+        return cls(
+            operator_name=str(data.get("operatorName") or DEFAULT_OPERATOR_NAME),
+            num_rows_total=_count(data.get("numRowsTotal")),
+            num_rows_updated=_count(data.get("numRowsUpdated")),
+            num_rows_removed=_count(data.get("numRowsRemoved")),
+            memory_used_bytes=_count(data.get("memoryUsedBytes")),
+            num_rows_dropped_by_watermark=_count(data.get("numRowsDroppedByWatermark")),
+            commit_time_ms=_count(data.get("commitTimeMs")),
+            custom_metrics={
+                str(k): v for k, v in (custom.items() if isinstance(custom, Mapping) else ()) if _is_int(v)
+            },
+        )
+
+
+def operator_labels(operators: Sequence[StateOperatorProgress]) -> list[str]:
+    """The `operator` label of each stateful operator: its name, plus its position in the plan
+    when the query has several (`stateStoreSave_0`, `symmetricHashJoin_1`), so two operators of
+    the same kind stay apart and the label set stays as small as the plan."""
+    if len(operators) == 1:
+        return [operators[0].operator_name]
+    return [f"{op.operator_name}_{index}" for index, op in enumerate(operators)]
 
 
 class _NamedQuery:
@@ -104,8 +193,21 @@ class QueryProgress(_NamedQuery):
     sink_description: str
     sink_output_rows: int | None
     json: str
+    state_operators: tuple[StateOperatorProgress, ...] = ()
 
     kind: ClassVar[EventKind] = "progress"
+
+    @property
+    def has_watermark(self) -> bool:
+        """The query defines a watermark (Spark reports `eventTime.watermark` only then)."""
+        return WATERMARK in self.event_time
+
+    @property
+    def watermark(self) -> float | None:
+        """The batch's watermark (Unix seconds); None before Spark has set one (it reports the
+        epoch until the first batch with event times has run) or without a watermark."""
+        value = self.event_time.get(WATERMARK)
+        return value if value else None
 
     @classmethod
     def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryProgress":
@@ -120,19 +222,20 @@ class QueryProgress(_NamedQuery):
                 name=data.get("name"),
                 timestamp=iso_to_epoch(data["timestamp"]) or 0.0,
                 batch_id=int(data["batchId"]),
-                batch_duration_ms=int(data.get("batchDuration") or 0),
-                num_input_rows=int(data.get("numInputRows") or 0),
-                input_rows_per_second=float(data.get("inputRowsPerSecond") or 0.0),
-                processed_rows_per_second=float(data.get("processedRowsPerSecond") or 0.0),
-                duration_ms={k: int(v) for k, v in (data.get("durationMs") or {}).items()},
+                batch_duration_ms=_count(data.get("batchDuration")),
+                num_input_rows=_count(data.get("numInputRows")),
+                input_rows_per_second=_rate(data.get("inputRowsPerSecond")),
+                processed_rows_per_second=_rate(data.get("processedRowsPerSecond")),
+                duration_ms={k: int(v) for k, v in _mapping(data.get("durationMs")).items() if _is_int(v)},
                 event_time={
-                    k: t
-                    for k, v in (data.get("eventTime") or {}).items()
-                    if (t := iso_to_epoch(v)) is not None
+                    k: t for k, v in _mapping(data.get("eventTime")).items() if (t := _epoch_or_none(v)) is not None
                 },
-                sources=tuple(SourceProgress.from_dict(s) for s in data.get("sources") or ()),
+                sources=tuple(SourceProgress.from_dict(s) for s in _objects(data.get("sources"))),
                 sink_description=str(sink.get("description") or ""),
                 sink_output_rows=_int_or_none(sink.get("numOutputRows")),
+                state_operators=tuple(
+                    StateOperatorProgress.from_dict(op) for op in _objects(data.get("stateOperators"))
+                ),
             )
 
 
@@ -264,3 +367,23 @@ def _loads(value: str | bytes | Mapping[str, Any], what: str) -> Mapping[str, An
 
 def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _objects(value: Any) -> list[Mapping[str, Any]]:
+    """The JSON objects of a list field; anything else in it is skipped, not fatal."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _epoch_or_none(value: Any) -> float | None:
+    try:
+        return iso_to_epoch(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -8,12 +8,15 @@ are rows too, and idle events as a heartbeat (at most one per stream per minute)
 Rows are appended in batched commits by the monitor's worker (one commit per flush interval,
 not per event). The table is partitioned by `event_date` and `event`: retention drops whole
 days, and lifecycle rows (a few per run) are read without scanning progress.
+
+Columns added by a newer streamops are added to an existing log by its next append (Delta schema
+evolution), and reads of a log written before them get them as nulls.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence, get_args, get_type_hints
 
@@ -59,6 +62,23 @@ def _arrow_type(hint: Any) -> pa.DataType:
 SOURCE_TYPE = pa.struct([(name, _arrow_type(hint)) for name, hint in get_type_hints(SourceProgress).items()])
 """One source of a progress event, laid out as the record `SourceProgress` is."""
 
+SOURCE_LAG_TYPE = pa.struct(
+    [
+        ("source", pa.int64()),
+        ("kind", pa.string()),
+        ("description", pa.string()),
+        ("pending", pa.bool_()),
+        ("offsets", pa.int64()),
+        ("max_partition_offsets", pa.int64()),
+        ("files", pa.int64()),
+        ("bytes", pa.int64()),
+        ("versions", pa.int64()),
+        ("seconds", pa.float64()),
+        ("measured", pa.bool_()),
+    ]
+)
+"""One source's lag right after the batch, laid out as the record `SourceLag` is."""
+
 SCHEMA = pa.schema(
     [
         ("event_date", pa.date32()),
@@ -84,6 +104,13 @@ SCHEMA = pa.schema(
         ("backlog_files", pa.int64()),
         ("backlog_bytes", pa.int64()),
         ("backlog_seconds", pa.float64()),
+        ("backlog_offsets", pa.int64()),
+        ("source_backlogs", pa.list_(SOURCE_LAG_TYPE)),
+        ("watermark", UTC_TIMESTAMP),
+        ("state_rows_total", pa.int64()),
+        ("state_rows_removed", pa.int64()),
+        ("state_rows_dropped_by_watermark", pa.int64()),
+        ("state_memory_bytes", pa.int64()),
         ("exception", pa.string()),
         ("error_class", pa.string()),
         ("json", pa.string()),
@@ -139,8 +166,19 @@ def row_of(
         )
         for phase, column in PHASE_COLUMNS.items():
             row[column] = event.duration_ms.get(phase)
+        row["watermark"] = _utc(event.event_time.get("watermark"))
+        if event.state_operators:
+            operators = event.state_operators
+            row.update(
+                state_rows_total=sum(op.num_rows_total for op in operators),
+                state_rows_removed=sum(op.num_rows_removed for op in operators),
+                state_rows_dropped_by_watermark=sum(op.num_rows_dropped_by_watermark for op in operators),
+                state_memory_bytes=sum(op.memory_used_bytes for op in operators),
+            )
         if reading is not None:
             row["backlog_pending"] = reading.pending
+            row["backlog_offsets"] = reading.offsets
+            row["source_backlogs"] = [asdict(lag) for lag in reading.sources]
             if reading.backlog is not None:
                 row.update(
                     backlog_versions=reading.backlog.versions,
@@ -179,6 +217,7 @@ class ProgressLog:
             str(self.path),
             table,
             mode="append",
+            schema_mode="merge",
             partition_by=PARTITION_COLUMNS,
             storage_options=self.path.storage_options(),
             commit_properties=CommitProperties(
@@ -225,7 +264,16 @@ class ProgressLog:
             filters.append(("event_date", "in", [d.isoformat() for d in days]))
         if streams is not None:
             filters.append(("stream", "in", list(streams)))
-        return read_delta(self.table(), columns=columns, filters=filters or None)
+        table = self.table()
+        if columns is None:
+            return read_delta(table, filters=filters or None)
+        wanted = list(columns)
+        present = set(table.schema().to_arrow().names)
+        read = read_delta(table, columns=[c for c in wanted if c in present], filters=filters or None)
+        for column in wanted:
+            if column not in present:  # a log written before this column existed
+                read = read.append_column(SCHEMA.field(column), pa.nulls(read.num_rows, SCHEMA.field(column).type))
+        return read.select(wanted)
 
     def days(self) -> list[date]:
         """The days the log holds, newest first."""

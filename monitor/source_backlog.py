@@ -6,6 +6,11 @@ is found by registration or by matching the offset's `reservoirId` to the id of 
 in the lake. Spark's file source is measured by comparing its landing directory with the files
 its checkpoint's file-source log says were taken. Any other source can only tell whether data
 waits: its reported latest offset differs from the offset processed.
+
+Every source also gets a `SourceLag` (`monitor.source_lag`): the measurement above where there is
+one, else what the source reports about itself (Kafka's offsets behind latest, Delta's and Auto
+Loader's outstanding files and bytes, Kinesis' time behind), under its kind
+(`monitor.source_kinds`), `unknown` included.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import orjson
 from deltalake.exceptions import DeltaError
 
 from monitor.progress_event import SourceProgress
+from monitor.source_lag import SourceLag, source_lag
 from streamops.backlog import NO_BACKLOG, Backlog, delta_backlog
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
@@ -41,13 +47,27 @@ log = logging.getLogger("streamops.monitor")
 class BacklogReading:
     """What waits in a stream's sources at `measured_at`.
 
-    `backlog` is None when no source could be measured; `pending` is None when nothing can tell
-    whether data waits (for example a rate source that reports no latest offset).
+    `backlog` is what the monitor measured, summed over the sources it could measure (None when
+    none); `pending` is None when nothing can tell whether data waits (for example a rate source
+    that reports no latest offset). `sources` has every source's lag, measured or reported.
     """
 
     backlog: Backlog | None
     pending: bool | None
     measured_at: float
+    sources: tuple[SourceLag, ...] = ()
+
+    @property
+    def offsets(self) -> int | None:
+        """Records behind the latest offset over every source that reports it (None: none does)."""
+        known = [s.offsets for s in self.sources if s.offsets is not None]
+        return sum(known) if known else None
+
+    @property
+    def files(self) -> int | None:
+        """Files waiting over every source that measured or reported them (None: none did)."""
+        known = [s.files for s in self.sources if s.files is not None]
+        return sum(known) if known else None
 
     @property
     def pending_since(self) -> float | None:
@@ -117,19 +137,19 @@ class SourceBacklog:
         any source has some, not pending when every source can tell it has none."""
         now = self._clock()
         backlogs: list[Backlog] = []
-        pendings: list[bool | None] = []
+        lags: list[SourceLag] = []
         for source_id, source in enumerate(sources):
             backlog, source_pending = self._measure_source(stream, source_id, source, now)
             if backlog is not None:
                 backlogs.append(backlog)
-                source_pending = not backlog.is_empty
-            pendings.append(source_pending)
+            lags.append(source_lag(source_id, source, backlog, source_pending))
+        pendings = [lag.pending for lag in lags]
         pending: bool | None = None
         if any(p is True for p in pendings):
             pending = True
         elif pendings and all(p is False for p in pendings):
             pending = False
-        return BacklogReading(_combine(backlogs) if backlogs else None, pending, now)
+        return BacklogReading(_combine(backlogs) if backlogs else None, pending, now, tuple(lags))
 
     def _measure_source(
         self, stream: str, source_id: int, source: SourceProgress, now: float

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import pairwise
 
-from monitor.metric_catalog import StreamStatus
+from monitor.metric_catalog import StreamStatus, StreamWarningCode
 from streamops.backlog import Backlog
 
 
@@ -39,7 +39,14 @@ DEFAULT_POLICY = StatusPolicy()
 @dataclass(frozen=True)
 class ProgressSample:
     """One batch as the rules see it. `timestamp` is when the batch started (Spark's progress
-    timestamp); `backlog`/`pending` were measured right after its progress event arrived."""
+    timestamp); `backlog`/`pending` were measured right after its progress event arrived.
+
+    `files` are the files waiting in its sources, measured or reported by the source (None:
+    unknown); `offsets` the records behind the latest offset (Kafka and the like).
+    `source_rows` are the rows each source read. `watermark` is the batch's event-time
+    watermark: None when the query has none, 0.0 while Spark has not set it. `state_rows` is the
+    rows held by all stateful operators (None: not stateful), `state_rows_removed` the rows they
+    evicted and `late_rows` the input rows they dropped as older than the watermark."""
 
     timestamp: float
     batch_id: int
@@ -48,6 +55,13 @@ class ProgressSample:
     duration_seconds: float
     backlog: Backlog | None = None
     pending: bool | None = None
+    files: int | None = None
+    offsets: int | None = None
+    source_rows: tuple[int, ...] = ()
+    watermark: float | None = None
+    state_rows: int | None = None
+    state_rows_removed: int = 0
+    late_rows: int = 0
 
     @property
     def ended_at(self) -> float:
@@ -77,9 +91,20 @@ class StreamObservation:
 
 
 @dataclass(frozen=True)
+class StreamWarning:
+    """Something to watch in a stream that still runs (see `warnings_of`)."""
+
+    code: StreamWarningCode
+    message: str
+
+
+@dataclass(frozen=True)
 class StatusVerdict:
+    """The status and its reason; `warnings` only for streams neither failed nor stopped."""
+
     status: StreamStatus
     reason: str
+    warnings: tuple[StreamWarning, ...] = ()
 
 
 def evaluate(
@@ -91,6 +116,19 @@ def evaluate(
     """The status of one stream; the first rule that matches wins (order as in the README)."""
     obs = observation
     samples = obs.samples[-policy.window :]
+    verdict = _status(obs, samples, now, policy, offline)
+    if verdict.status in ("failed", "stopped"):
+        return verdict
+    return StatusVerdict(verdict.status, verdict.reason, warnings_of(samples, policy))
+
+
+def _status(
+    obs: StreamObservation,
+    samples: tuple[ProgressSample, ...],
+    now: float,
+    policy: StatusPolicy,
+    offline: bool,
+) -> StatusVerdict:
     if obs.active is False or obs.stopped_at is not None:
         if obs.exception:
             return StatusVerdict("failed", obs.exception)
@@ -150,14 +188,103 @@ def typical_interval(samples: tuple[ProgressSample, ...], policy: StatusPolicy =
 
 
 def backlog_growth(samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY) -> str | None:
-    """LAGGING rule 1: the measured backlog (files) is never zero across the window, never
-    shrinks from one batch to the next, and ends larger than it started."""
-    files = [s.backlog.files for s in samples if s.backlog is not None]
-    if len(files) < policy.min_batches or len(files) < len(samples):
+    """LAGGING rule 1: the backlog is never zero across the window, never shrinks from one batch
+    to the next, and ends larger than it started. Counted in waiting files where every batch has
+    them (measured, or reported by the source), else in records behind the latest offset."""
+    files = [_waiting_files(s) for s in samples]
+    offsets = [s.offsets for s in samples]
+    for series, unit in ((files, "files"), (offsets, "records behind the latest offset")):
+        if len(series) < policy.min_batches or any(n is None for n in series):
+            continue
+        known: list[int] = [n for n in series if n is not None]
+        if all(n > 0 for n in known) and all(b >= a for a, b in pairwise(known)) and known[-1] > known[0]:
+            return f"backlog grew from {known[0]} to {known[-1]} {unit} over the last {len(known)} batches"
         return None
-    if all(f > 0 for f in files) and all(b >= a for a, b in pairwise(files)) and files[-1] > files[0]:
-        return f"backlog grew from {files[0]} to {files[-1]} files over the last {len(files)} batches"
     return None
+
+
+def _waiting_files(sample: ProgressSample) -> int | None:
+    if sample.files is not None:
+        return sample.files
+    return sample.backlog.files if sample.backlog is not None else None
+
+
+def warnings_of(
+    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
+) -> tuple[StreamWarning, ...]:
+    """The warnings over the window, in this order (each independent of the others)."""
+    found = (
+        state_unbounded(samples, policy),
+        watermark_stalled(samples, policy),
+        late_rows_dropped(samples),
+    )
+    return tuple(w for w in found if w is not None)
+
+
+def state_unbounded(
+    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
+) -> StreamWarning | None:
+    """WARNING `state_unbounded`: every batch of the window (at least `min_batches`) holds
+    state, the rows held never shrink from one batch to the next and end higher than they
+    started, and no operator evicted a single row: nothing bounds the state (a deduplication or
+    aggregation without a watermark, or a watermark that does not advance). A stateful query
+    looks the same until its first eviction, so this is a warning, not a status."""
+    rows = [s.state_rows for s in samples]
+    if len(rows) < policy.min_batches or any(r is None for r in rows):
+        return None
+    held: list[int] = [r for r in rows if r is not None]
+    if sum(s.state_rows_removed for s in samples) or not all(b >= a for a, b in pairwise(held)):
+        return None
+    if held[-1] <= held[0]:
+        return None
+    return StreamWarning(
+        "state_unbounded",
+        f"state grew from {held[0]} to {held[-1]} rows over the last {len(held)} batches and "
+        "no row was evicted: a stateful operator without a watermark, or a watermark that does "
+        "not advance, keeps every key forever",
+    )
+
+
+def watermark_stalled(
+    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
+) -> StreamWarning | None:
+    """WARNING `watermark_stalled`: the query has a watermark, and over the trailing batches of
+    the window in which it did not move (or was never set), at least `min_batches` read rows
+    and they span longer than a stall (`max(stall_intervals x typical interval,
+    min_stall_seconds)`): windows never close and state is never evicted. Typical causes: one
+    idle source of a join or union holding the global watermark (Spark's default
+    `multipleWatermarkPolicy` is `min`), or input whose event times stopped advancing."""
+    if not samples or any(s.watermark is None for s in samples):
+        return None
+    mark = samples[-1].watermark
+    start = len(samples)
+    while start > 0 and samples[start - 1].watermark == mark:
+        start -= 1
+    held = samples[start:]
+    reading = [s for s in held if s.num_input_rows > 0]
+    stall_after = max(policy.stall_intervals * typical_interval(samples, policy), policy.min_stall_seconds)
+    if len(reading) < policy.min_batches or held[-1].ended_at - reading[0].timestamp <= stall_after:
+        return None
+    where = f"at {_utc(mark)}" if mark else "unset"
+    return StreamWarning(
+        "watermark_stalled",
+        f"the watermark stayed {where} while {len(reading)} batches read rows over "
+        f"{held[-1].ended_at - reading[0].timestamp:.0f}s: windows do not close and state is not "
+        "evicted (an idle source of a join or union holds it back, or event times stopped advancing)",
+    )
+
+
+def late_rows_dropped(samples: tuple[ProgressSample, ...]) -> StreamWarning | None:
+    """WARNING `late_rows_dropped`: a stateful operator dropped input rows older than the
+    watermark in some batch of the window (Spark's `numRowsDroppedByWatermark`)."""
+    late = sum(s.late_rows for s in samples)
+    if not late:
+        return None
+    return StreamWarning(
+        "late_rows_dropped",
+        f"{late} late rows dropped by the watermark in the last {len(samples)} batches: their "
+        "event time was behind the watermark (raise the watermark delay if they must count)",
+    )
 
 
 def processing_slower(

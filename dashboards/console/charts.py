@@ -24,12 +24,21 @@ COLOR_HEX: dict[StatusColor, str] = {
 """The console's shade of each status colour (where CSS, not Streamlit markdown, paints it)."""
 BATCH_PHASES_SHOWN = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 """The parts of a trigger (triggerExecution is their total, drawn as the bar's outline)."""
+PLOT_SIZING = alt.AutoSizeParams(type="fit-x", contains="padding")
+"""The width fits the column; the height is the plot's own. Streamlit's default (`fit`) counts the
+title, axes and legend inside the height, which left a chart with a legend below it no plot at
+all: a flat line without a y axis."""
+
+
+def small_chart(frame: pd.DataFrame, title: str, height: int = SMALL_HEIGHT) -> alt.Chart:
+    """A chart whose plot is `height` pixels tall whatever its title, axes and legend take."""
+    return alt.Chart(frame, title=title, height=height).properties(autosize=PLOT_SIZING)
 
 
 def trend(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
     """One fleet-wide measure per minute."""
     return (
-        alt.Chart(frame, title=title, height=SMALL_HEIGHT)
+        small_chart(frame, title)
         .mark_bar()
         .encode(x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"])
     )
@@ -51,7 +60,7 @@ def rates(history: pd.DataFrame) -> alt.Chart:
         value_name="rows_per_second",
     ).replace({"rate": {"input_rate": "input", "processed_rows_per_second": "processed"}})
     return (
-        alt.Chart(long.dropna(), title="Input vs processed rows/s", height=SMALL_HEIGHT)
+        small_chart(long.dropna(), "Input vs processed rows/s")
         .mark_line(point=True)
         .encode(
             x=alt.X("timestamp:T", title=None),
@@ -68,7 +77,7 @@ def phases(history: pd.DataFrame) -> alt.Chart:
         id_vars=["batch_id"], value_vars=list(columns), var_name="phase", value_name="ms"
     ).replace({"phase": columns})
     return (
-        alt.Chart(long.dropna(), title="Batch duration by phase (ms)", height=SMALL_HEIGHT)
+        small_chart(long.dropna(), "Batch duration by phase (ms)")
         .mark_bar()
         .encode(
             x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
@@ -82,17 +91,53 @@ def phases(history: pd.DataFrame) -> alt.Chart:
 def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
     column = f"backlog_{measure}"
     return (
-        alt.Chart(history.dropna(subset=[column]), title=f"Backlog ({measure}) after each batch", height=SMALL_HEIGHT)
+        small_chart(history.dropna(subset=[column]), f"Backlog ({measure}) after each batch")
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
         .encode(x=alt.X("timestamp:T", title=None), y=alt.Y(f"{column}:Q", title=None),
                 tooltip=["batch_id:Q", f"{column}:Q"])
     )
 
 
+def state(history: pd.DataFrame) -> alt.Chart:
+    """Rows held by the stream's stateful operators after each batch, with rows dropped as late."""
+    long = history.melt(
+        id_vars=["timestamp", "batch_id"],
+        value_vars=["state_rows_total", "state_rows_dropped_by_watermark"],
+        var_name="measure",
+        value_name="rows",
+    ).replace({"measure": {"state_rows_total": "held", "state_rows_dropped_by_watermark": "dropped late"}})
+    return (
+        small_chart(long.dropna(), "State rows after each batch")
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y("rows:Q", title=None),
+            color=alt.Color("measure:N", legend=alt.Legend(orient="bottom", title=None)),
+            tooltip=["batch_id:Q", "measure:N", alt.Tooltip("rows:Q", format=",")],
+        )
+    )
+
+
+def watermark_lag(history: pd.DataFrame) -> alt.Chart:
+    """Batch start minus its watermark: a line that only climbs while rows arrive is a stalled
+    watermark (Spark reports the epoch until it sets one; those batches are left out)."""
+    watermark = history["watermark"].where(history["watermark"] > pd.Timestamp(0, tz="UTC"))
+    frame = history.assign(lag_seconds=(history["timestamp"] - watermark).dt.total_seconds())
+    return (
+        small_chart(frame.dropna(subset=["lag_seconds"]), "Watermark lag (s)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y("lag_seconds:Q", title=None),
+            tooltip=["batch_id:Q", alt.Tooltip("lag_seconds:Q", format=",.1f")],
+        )
+    )
+
+
 def bars(frame: pd.DataFrame, category: str, value: str, title: str) -> alt.Chart:
     """Counts per category, largest first (quarantine by reason, event types per group)."""
     return (
-        alt.Chart(frame, title=title, height=max(SMALL_HEIGHT, 22 * len(frame)))
+        small_chart(frame, title, height=max(SMALL_HEIGHT, 22 * len(frame)))
         .mark_bar()
         .encode(
             y=alt.Y(f"{category}:N", sort="-x", title=None),

@@ -50,7 +50,12 @@ HISTORY_COLUMNS = [
     "backlog_files",
     "backlog_bytes",
     "backlog_seconds",
+    "backlog_offsets",
     "event_time_max",
+    "watermark",
+    "state_rows_total",
+    "state_memory_bytes",
+    "state_rows_dropped_by_watermark",
 ]
 
 

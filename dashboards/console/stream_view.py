@@ -1,6 +1,7 @@
 """Stream view: one stream's recent batches, from rates to the sink commits they made.
 
-Answers the on-call questions in order: what is its status and why; is input outrunning
+Answers the on-call questions in order: what is its status and why; how far behind is each
+source; how big is its state and how far does its watermark trail; is input outrunning
 processing; which phase of a batch takes the time; is the backlog growing; which source
 versions did batch N read and did its write land (checkpoint_tools' correlation); and what would
 a restart meet (the checkpoint doctor's findings, each with its fix).
@@ -41,7 +42,10 @@ def render(lake: LakeLayout) -> None:
     stream = st.selectbox("Stream", streams, key="stream", bind="query-params")
     lake.checkpoint(stream)  # the name reaches a path below: refuse anything that could leave the lake
     st.title(stream)
-    _status(by_name.get(stream))
+    row = by_name.get(stream)
+    _status(row)
+    if row is not None:
+        _sources(row)
     history = lake_reads.stream_history(root, stream)
     _charts(history)
     _batches(lake, stream, history)
@@ -53,7 +57,7 @@ def _status(row: StreamStatusRow | None) -> None:
         st.markdown(":gray[**NO PROGRESS**] this stream has a checkpoint but no row in the progress log")
         return
     st.markdown(f"{status_badge(row.status)} {plain(row.reason)}")
-    a, b, c, d, e = st.columns(5)
+    a, b, c, d, e, f = st.columns(6)
     a.metric("Last batch", "-" if row.last_batch_id is None else row.last_batch_id, border=True)
     backlog = row.backlog
     b.metric(
@@ -66,10 +70,50 @@ def _status(row: StreamStatusRow | None) -> None:
     )
     c.metric("Oldest unprocessed", "-" if backlog is None else human_seconds(backlog.seconds), border=True)
     d.metric("Freshness", human_seconds(row.freshness_seconds), border=True)
-    e.metric(
-        "Rows/s in / out",
-        f"{row.input_rows_per_second or 0:,.0f} / {row.processed_rows_per_second or 0:,.0f}",
-        border=True,
+    # one number per card: "in / out" in one card was cut off ("4,170 / 7,…") on ordinary widths
+    e.metric("Rows/s in", f"{row.input_rows_per_second or 0:,.0f}", border=True)
+    f.metric("Rows/s out", f"{row.processed_rows_per_second or 0:,.0f}", border=True)
+    if row.state_rows is not None or row.watermark_lag_seconds is not None:
+        g, h, i, _ = st.columns(4)
+        g.metric("State rows", "-" if row.state_rows is None else f"{row.state_rows:,}", border=True)
+        memory = row.state_memory_bytes
+        h.metric("State memory", "-" if memory is None else human_bytes(memory), border=True)
+        i.metric("Watermark lag", human_seconds(row.watermark_lag_seconds), border=True)
+    for warning in row.warnings:
+        st.markdown(f":orange[**{warning.code.upper()}**] {plain(warning.message)}")
+
+
+def _sources(row: StreamStatusRow) -> None:
+    """Each source's lag: measured by the monitor where it can, else what the source reports."""
+    if not row.sources:
+        return
+    frame = pd.DataFrame(
+        [
+            {
+                "source": lag.source,
+                "kind": lag.kind,
+                "description": lag.description,
+                "records_behind": lag.offsets,
+                "worst_partition": lag.max_partition_offsets,
+                "est_seconds_to_read": estimate,
+                "files": lag.files,
+                "bytes": lag.bytes,
+                "versions": lag.versions,
+                "oldest_seconds": lag.seconds,
+                "from": "measured" if lag.measured else "reported",
+            }
+            for lag, estimate in zip(row.sources, row.estimated_seconds)
+        ]
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        column_config={
+            "bytes": st.column_config.NumberColumn("bytes", format="bytes"),
+            "est_seconds_to_read": st.column_config.NumberColumn("est. s to read", format="%.0f"),
+            "oldest_seconds": st.column_config.NumberColumn("oldest (s)", format="%.0f"),
+        },
+        key="sources_table",
     )
 
 
@@ -84,6 +128,14 @@ def _charts(history: pd.DataFrame) -> None:
     with right:
         measure = st.segmented_control("Backlog in", BACKLOG_MEASURES, default="seconds", key="backlog_measure")
         st.altair_chart(charts.backlog(history, measure or "seconds"), width="stretch")
+    stateful = history["state_rows_total"].notna().any()
+    watermarked = history["watermark"].notna().any()
+    if stateful or watermarked:
+        left, middle, _ = st.columns(3)
+        if stateful:
+            left.altair_chart(charts.state(history), width="stretch")
+        if watermarked:
+            middle.altair_chart(charts.watermark_lag(history), width="stretch")
 
 
 def _batches(lake: LakeLayout, stream: str, history: pd.DataFrame) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Info, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram, Info, generate_latest
 
 from dashboards.exposition import exposed_labels, exposed_names, sample_name, spec_for_series
 from dashboards.expression_inventory import used_queries
-from monitor.metric_catalog import CATALOG, STREAM_INFO_KEYS, STREAM_STATUSES, MetricSpec
+from monitor.metric_catalog import CATALOG, MetricSpec
 
 _SELECTOR = re.compile(r"\b(streamops_[A-Za-z0-9_]+)(\{(?P<matchers>[^}]*)\})?")
 _MATCHER_LABEL = re.compile(r"(\w+)\s*(?:=~|!~|!=|=)")
@@ -20,8 +20,8 @@ _GROUPING = re.compile(r"\b(?:by|on)\s*\(([^)]*)\)")
 def _exposition_of(spec: MetricSpec) -> str:
     """What prometheus_client writes for one sample of `spec`."""
     registry = CollectorRegistry()
-    kinds = {"counter": Counter, "gauge": Gauge, "stateset": Enum, "info": Info}
-    extra = {"states": list(STREAM_STATUSES)} if spec.kind == "stateset" else {}
+    kinds = {"counter": Counter, "gauge": Gauge, "stateset": Enum, "info": Info, "histogram": Histogram}
+    extra = {"states": list(spec.states)} if spec.kind == "stateset" else {}
     metric = kinds[spec.kind](spec.name, spec.help, spec.labels, registry=registry, **extra)
     child = metric.labels(**{label: "x" for label in spec.labels}) if spec.labels else metric
     if spec.kind == "counter":
@@ -29,9 +29,11 @@ def _exposition_of(spec: MetricSpec) -> str:
     elif spec.kind == "gauge":
         child.set(1)
     elif spec.kind == "stateset":
-        child.state(STREAM_STATUSES[0])
+        child.state(spec.states[0])
+    elif spec.kind == "histogram":
+        child.observe(1)
     else:
-        child.info({key: "v" for key in STREAM_INFO_KEYS})
+        child.info({key: "v" for key in spec.info_keys})
     return generate_latest(registry).decode()
 
 

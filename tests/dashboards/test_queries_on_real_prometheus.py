@@ -7,22 +7,45 @@ change (schema alerts) and several event types, while `StreamMonitor` exports it
 Prometheus scrapes them every second. Alert expressions are checked twice: the value Grafana
 queries must return data, and the Prometheus alert expression (value compared with a threshold,
 so usually empty on a healthy run) must evaluate without error.
+
+Once every other query has data, two stateful queries any user might run start beside the
+pipeline (a windowed count with a
+watermark on the RocksDB state store; a deduplication without a watermark, whose state only
+grows and raises the `state_unbounded` warning), and the monitor replays a recorded Kafka run
+(no broker runs here) through its own event queue, so the source-lag, state, watermark and
+warning panels have data from the same exporter.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 from prometheus_server import PrometheusServer, running_prometheus
 from waiting import wait_until
 
 from dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
 from dashboards.exposition import sample_name
 from dashboards.expression_inventory import UsedQuery, interpolate, used_queries
-from monitor.metric_catalog import STREAM_UP
+from monitor.metric_catalog import (
+    EVENT_TIME_MAX_LAG,
+    ROCKSDB_CHECKPOINT_BYTES,
+    ROCKSDB_COMMIT_SECONDS,
+    ROCKSDB_SST_BYTES,
+    STATE_MEMORY,
+    STATE_ROWS,
+    STATE_ROWS_DROPPED,
+    STATE_ROWS_REMOVED,
+    STATE_ROWS_UPDATED,
+    STREAM_UP,
+    STREAM_WARNING,
+    WATERMARK_LAG,
+)
 from monitor.stream_monitor import StreamMonitor
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.generator.run import generate
@@ -32,10 +55,64 @@ from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
 
-DATA_DEADLINE_SECONDS = 120
+DATA_DEADLINE_SECONDS = 240
 """How long the queries may take to all have data; the pipeline stops as soon as they do."""
 DASHBOARD_WINDOWS = {"__rate_interval": "1m", "__range": "5m"}
 ALL = ".*"
+KAFKA_RUN = Path(__file__).resolve().parents[1] / "monitor" / "fixtures" / "sequence_kafka_lagging.jsonl"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+def start_stateful_queries(spark) -> list:
+    """Small on purpose: they share the pipeline's two cores (a batch every 2 s, 5 rows a second)."""
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+    spark.conf.set(PROVIDER_CONF, ROCKSDB)
+    try:
+        window = (
+            rate.withWatermark("timestamp", "1 second")
+            .groupBy(F.window("timestamp", "1 second"))
+            .count()
+            .writeStream.format("noop")
+            .outputMode("append")
+            .queryName("user_window_count")
+            .trigger(processingTime="2 seconds")
+            .start()
+        )
+    finally:
+        spark.conf.unset(PROVIDER_CONF)
+    unbounded = (
+        rate.dropDuplicates(["value"])
+        .writeStream.format("noop")
+        .queryName("user_dedup_unbounded")
+        .trigger(processingTime="2 seconds")
+        .start()
+    )
+    return [window, unbounded]
+
+
+USER_STATE_FAMILIES = {
+    sample_name(spec)
+    for spec in (
+        STATE_ROWS, STATE_MEMORY, STATE_ROWS_UPDATED, STATE_ROWS_REMOVED, STATE_ROWS_DROPPED,
+        ROCKSDB_COMMIT_SECONDS, ROCKSDB_SST_BYTES, ROCKSDB_CHECKPOINT_BYTES, WATERMARK_LAG,
+        EVENT_TIME_MAX_LAG, STREAM_WARNING,
+    )
+}
+"""What only the stateful queries give data to (the pipeline's streams are stateless)."""
+
+
+def reads_user_state(query: UsedQuery) -> bool:
+    return bool(set(query.metric_names()) & USER_STATE_FAMILIES)
+
+
+def replay_recorded_kafka_run(monitor: StreamMonitor) -> None:
+    """The recorded run's events, in order, into the monitor's queue as its listener puts them
+    (the run stays active: its termination is left out)."""
+    for line in KAFKA_RUN.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] != "terminated":
+            monitor._offer(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
 
 
 def fleet_values() -> dict[str, str]:
@@ -85,7 +162,9 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     assert {q.file for q in queries} >= {FLEET_DASHBOARD, STREAM_DASHBOARD}
     lake = LakeLayout.at(tmp_path / "lake")
     monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=1.0).start()
+    stateful: list = []
     try:
+        replay_recorded_kafka_run(monitor)
         target = urllib.parse.urlsplit(monitor.exporter_url).netloc
         with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
             settings = PipelineSettings(
@@ -106,6 +185,8 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 pending = {(q.file, q.where): q for q in queries}
                 problems: dict[tuple[str, str], str] = {}
                 while pending and time.monotonic() - started < DATA_DEADLINE_SECONDS:
+                    if not stateful and all(reads_user_state(q) for q in pending.values()):
+                        stateful = start_stateful_queries(spark)  # after the pipeline's: 2 cores
                     streams = streams_known(prometheus)
                     problems = {}
                     for key, query in list(pending.items()):
@@ -126,4 +207,6 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 runner.join(timeout=120)
                 assert not runner.is_alive(), "the supervisor did not stop"
     finally:
+        for query in stateful:
+            query.stop()
         monitor.stop()

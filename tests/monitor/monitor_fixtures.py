@@ -14,8 +14,9 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from monitor.fleet import Fleet
-from monitor.progress_event import MonitorEvent, parse_event
-from monitor.source_backlog import BacklogReading
+from monitor.progress_event import MonitorEvent, QueryProgress, parse_event
+from monitor.source_backlog import BacklogReading, SourceBacklog
+from monitor.source_lag import source_lag
 from streamops.backlog import Backlog
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -26,16 +27,21 @@ def fixture_text(name: str) -> str:
 
 
 def recorded_sequence(name: str) -> Iterator[tuple[MonitorEvent, BacklogReading | None]]:
-    """Each recorded event with the backlog measured right after it (when recorded)."""
+    """Each recorded event with the backlog behind it: as measured right after it when the
+    recording has that (its one source's table, gone since), else what the monitor reads from
+    the progress itself (what sources report about their own lag)."""
     for line in (FIXTURES / name).read_text().splitlines():
         entry: dict[str, Any] = json.loads(line)
         event = parse_event(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
         backlog = entry.get("backlog")
-        reading = (
-            BacklogReading(Backlog(**backlog), backlog["files"] > 0, entry["received_at"])
-            if backlog is not None
-            else None
-        )
+        reading = None
+        if backlog is not None:
+            measured = Backlog(**backlog)
+            (source,) = event.sources  # type: ignore[union-attr]
+            lag = source_lag(0, source, measured, None)
+            reading = BacklogReading(measured, not measured.is_empty, entry["received_at"], (lag,))
+        elif isinstance(event, QueryProgress):
+            reading = SourceBacklog(None, clock=lambda: entry["received_at"]).measure(event.stream, event.sources)
         yield event, reading
 
 
@@ -63,3 +69,25 @@ def delta_stream(spark, table: Path, max_files: int | None = 1):
 
 def rows_read(query) -> int:
     return sum(p["numInputRows"] for p in query.recentProgress)
+
+
+def held_file_stream(spark, landing: Path, name: str, checkpoint: Path, gate):
+    """A JSON file-source query taking one file per trigger whose batch 1 waits for `gate`: what
+    batch 0 left behind stays waiting, whatever the machine's speed."""
+
+    def held(df, batch_id):
+        df.count()
+        if batch_id == 1:
+            gate.wait(60)
+
+    return (
+        spark.readStream.format("json")
+        .schema("x int")
+        .option("maxFilesPerTrigger", 1)
+        .load(str(landing))
+        .writeStream.foreachBatch(held)
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0.1 seconds")
+        .start()
+    )

@@ -46,10 +46,14 @@ def test_stream_families_carry_the_recorded_values():
     for phase, ms in last.duration_ms.items():
         assert value(catalog.BATCH_PHASE_DURATION.name, stream | {"phase": phase}) == ms / 1000
     assert value(catalog.LAST_PROGRESS.name, stream) == last.timestamp + last.batch_duration_ms / 1000
-    assert value(catalog.BACKLOG_FILES.name, stream) == reading.backlog.files
-    assert value(catalog.BACKLOG_VERSIONS.name, stream) == reading.backlog.versions
-    assert value(catalog.BACKLOG_BYTES.name, stream) == reading.backlog.bytes
-    assert value(catalog.BACKLOG_SECONDS.name, stream) == reading.backlog.seconds
+    source = stream | {"source": "0", "kind": "delta"}
+    assert value(catalog.BACKLOG_FILES.name, source) == reading.backlog.files
+    assert value(catalog.BACKLOG_VERSIONS.name, source) == reading.backlog.versions
+    assert value(catalog.BACKLOG_BYTES.name, source) == reading.backlog.bytes
+    assert value(catalog.BACKLOG_SECONDS.name, source) == reading.backlog.seconds
+    assert value(catalog.BACKLOG_OFFSETS.name, source) is None  # a Delta source has no offsets behind
+    description = {"description": "org.apache.spark.sql.execution.datasources.v2.python.PythonMicroBatchStreamWithTriggerAvailableNow"}
+    assert value(catalog.SOURCE_INFO.name + "_info", source | description) == 1
     info = stream | {"query_id": last.query_id, "run_id": last.run_id, "group": ""}
     assert value(catalog.STREAM_INFO.name + "_info", info) == 1
     # status is a state set: exactly one state is 1 (the recording is of a lagging stream;
@@ -59,6 +63,12 @@ def test_stream_families_carry_the_recorded_values():
         for s in catalog.STREAM_STATUSES
     }
     assert states == {s: float(s == "lagging") for s in catalog.STREAM_STATUSES}
+    # a stateless stream: no state, watermark or warning, and no state family sample at all
+    for code in catalog.STREAM_WARNINGS:
+        assert value(catalog.STREAM_WARNING.name, stream | {catalog.STREAM_WARNING.name: code}) == 0
+    text = generate_latest(registry).decode()
+    for spec in (catalog.STATE_ROWS, catalog.WATERMARK_LAG, catalog.ROCKSDB_SST_BYTES):
+        assert f"\n{spec.name}{{" not in text
     later = scrape_registry(replay(Fleet(), name, skip_terminated=True), now=just_after + 3600)
     assert (
         later.get_sample_value(catalog.STREAM_STATUS.name, stream | {catalog.STREAM_STATUS.name: "stalled"})
@@ -105,6 +115,8 @@ def test_a_stopped_stream_is_down_and_silver_streams_carry_their_group():
 
 def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     fleet = replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True)
+    for name in ("sequence_kafka_lagging.jsonl", "sequence_window_rocksdb.jsonl", "sequence_state_unbounded.jsonl"):
+        replay(fleet, name, skip_terminated=True)
     fleet.record_table_commit(TableCommit("login", "core", 1, NOW, 1, NOW - 1))
     fleet.record_stream_event_time("delta_stream", NOW - 1)
     fleet.record_quarantine("bronze", "malformed_json", 1)
@@ -114,9 +126,8 @@ def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     for spec in catalog.CATALOG:
         exposed = spec.name + ("_info" if spec.kind == "info" else "")
         assert f"# HELP {exposed} {spec.help}" in lines, spec.name
-        assert any(line.startswith(exposed + "{") or line.startswith(exposed + " ") for line in lines), (
-            exposed
-        )
+        sample = exposed + ("_bucket" if spec.kind == "histogram" else "")
+        assert any(line.startswith(sample + "{") or line.startswith(sample + " ") for line in lines), exposed
     result = promtool_check(text)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
 
@@ -140,9 +151,11 @@ def test_label_names_are_the_catalog_labels_only():
         for sample in family.samples:
             extra = set(sample.labels) - set(spec.labels)
             if spec.kind == "info":
-                assert extra == set(catalog.STREAM_INFO_KEYS)
+                assert extra == set(spec.info_keys)
             elif spec.kind == "stateset":
                 assert extra == {spec.name}
+            elif spec.kind == "histogram":
+                assert extra <= {"le"}
             else:
                 assert not extra, (family.name, extra)
             assert "batch_id" not in sample.labels

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 from deltalake import DeltaTable
-from monitor_fixtures import append, delta_stream, rows_read
+from monitor_fixtures import append, delta_stream, held_file_stream, rows_read
 from prometheus_client.parser import text_string_to_metric_families
 from waiting import wait_until
 
@@ -25,6 +25,11 @@ from monitor.status_rules import StatusPolicy
 from monitor.stream_monitor import StreamMonitor
 
 FAST = StatusPolicy(window=5, min_batches=3, min_stall_seconds=1.0)
+
+
+def delta_source(stream: str) -> dict[str, str]:
+    """The labels of a stream's one source, a Delta table."""
+    return {"stream": stream, "source": "0", "kind": "delta"}
 
 
 def status_of(monitor: StreamMonitor, stream: str) -> str | None:
@@ -144,7 +149,7 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
         catalog.BACKLOG_BYTES,
         catalog.BACKLOG_SECONDS,
     ):
-        assert value(spec, **stream) == 0
+        assert value(spec, **stream, source="0", kind="delta") == 0
     last = query.recentProgress[-1]
     assert value(catalog.BATCH_DURATION, **stream) == last["durationMs"]["triggerExecution"] / 1000
     assert (
@@ -237,7 +242,7 @@ def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
             )
             assert verdict.reason.startswith("2 files (")
             assert (
-                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, {"stream": "blocked_stream"})
+                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("blocked_stream"))
                 == 2
             )
         finally:
@@ -302,7 +307,7 @@ def test_a_drained_stream_is_idle(spark, lake):
             wait_until(lambda: status_of(monitor, "drained_stream") == "idle", what="IDLE")
             assert rows_read(query) == 20
             assert (
-                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, {"stream": "drained_stream"})
+                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("drained_stream"))
                 == 0
             )
         finally:
@@ -326,32 +331,17 @@ def test_a_file_source_backlog_comes_from_its_checkpoint_log(spark, lake, tmp_pa
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
     gate = threading.Event()
 
-    def blocked(df, batch_id):
-        df.count()
-        if batch_id == 1:
-            gate.wait(60)
-
     try:
-        query = (
-            spark.readStream.format("json")
-            .schema("x int")
-            .option("maxFilesPerTrigger", 1)
-            .load(str(landing))
-            .writeStream.foreachBatch(blocked)
-            .queryName("bronze")
-            .option("checkpointLocation", str(lake.checkpoint("bronze")))
-            .trigger(processingTime="0.1 seconds")
-            .start()
-        )
+        query = held_file_stream(spark, landing, "bronze", lake.checkpoint("bronze"), gate)
         try:
             value = monitor.registry.get_sample_value
-            files = catalog.BACKLOG_FILES.name
-            wait_until(lambda: value(files, {"stream": "bronze"}) == 2, what="2 files waiting")
-            assert value(catalog.BACKLOG_BYTES.name, {"stream": "bronze"}) == 2 * sizes[0]
-            assert value(catalog.BACKLOG_SECONDS.name, {"stream": "bronze"}) > 0
+            files, landing_source = catalog.BACKLOG_FILES.name, {"stream": "bronze", "source": "0", "kind": "file"}
+            wait_until(lambda: value(files, landing_source) == 2, what="2 files waiting")
+            assert value(catalog.BACKLOG_BYTES.name, landing_source) == 2 * sizes[0]
+            assert value(catalog.BACKLOG_SECONDS.name, landing_source) > 0
             gate.set()
             wait_until(lambda: rows_read(query) == 15, what="all 3 files read")
-            wait_until(lambda: value(files, {"stream": "bronze"}) == 0, what="no file waiting")
+            wait_until(lambda: value(files, landing_source) == 0, what="no file waiting")
         finally:
             gate.set()
             query.stop()

@@ -90,7 +90,7 @@ def stopped_lake(spark, tmp_path_factory):
         append(blocked_table, 200)
         value = monitor.registry.get_sample_value
         wait_until(
-            lambda: value(catalog.BACKLOG_FILES.name, {"stream": "blocked_cli"}) == 2, what="backlog seen"
+            lambda: value(catalog.BACKLOG_FILES.name, {"stream": "blocked_cli", "source": "0", "kind": "delta"}) == 2, what="backlog seen"
         )
         wait_until(lambda: monitor.stream_status("quiet_cli").status == "idle", what="quiet_cli idle")
     finally:
@@ -146,7 +146,15 @@ def test_status_json_lists_every_stream_worst_first(stopped_lake, capsys):
         "freshness_seconds",
         "input_rows_per_second",
         "processed_rows_per_second",
+        "warnings",
+        "sources",
+        "state",
+        "watermark_lag_seconds",
     }
+    assert done["warnings"] == [] and done["state"] is None and done["watermark_lag_seconds"] is None
+    (source,) = blocked["sources"]
+    assert (source["source"], source["kind"], source["measured"]) == (0, "delta", True)
+    assert (source["files"], source["versions"], source["offsets"]) == (2, 2, None)
 
 
 def test_with_time_passing_waiting_data_is_stalled_and_silence_is_stopped(stopped_lake):
@@ -173,6 +181,7 @@ def test_status_table_for_humans(stopped_lake, capsys):
         "FRESHNESS",
         "ROWS/S",
         "IN/OUT",
+        "WARNINGS",
         "REASON",
     ]
     assert (

@@ -81,7 +81,7 @@ def _delta_observation(pending_since: float | None) -> tuple[StreamObservation, 
     view = only_stream(replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True))
     last = view.observation.samples[-1]
     # batches kept the backlog flat (not growing), then stopped completing
-    flat = tuple(replace(s, backlog=last.backlog) for s in view.observation.samples)
+    flat = tuple(replace(s, backlog=last.backlog, files=last.backlog.files) for s in view.observation.samples)
     observation = replace(view.observation, samples=flat, pending=True, pending_since=pending_since)
     return observation, last.ended_at
 

@@ -78,8 +78,10 @@ class RenderedPage:
     text: str
     seconds_to_content: float
     screenshot: Path | None
+    chart_shots: tuple[Path, ...] = ()
 
 
+CHART = "[data-testid='stVegaLiteChart']"
 READY_SELECTORS = (
     "[data-testid='stApp'][data-test-script-state='notRunning']",
     "[data-testid='stDataFrame'] canvas",
@@ -92,9 +94,11 @@ def render_in_chromium(
     url: str, wait_for_text: str, user_data_dir: Path, screenshot: Path | None = None,
     viewport: tuple[int, int] = (1600, 1800), timeout_s: float = 90,
     ready_selectors: tuple[str, ...] = READY_SELECTORS,
+    charts_dir: Path | None = None,
 ) -> RenderedPage:
     """Load `url`, wait until the page shows `wait_for_text` (Streamlit renders client-side)
-    and every `ready_selectors` element is there, then take its text and optionally a screenshot."""
+    and every `ready_selectors` element is there, then take its text and optionally a screenshot
+    (and one of each visible chart, into `charts_dir`, named by its position on the page)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -117,6 +121,14 @@ def render_in_chromium(
             text = page.inner_text("body")
             if screenshot is not None:
                 page.screenshot(path=str(screenshot))
-            return RenderedPage(text, seconds, screenshot)
+            shots: list[Path] = []
+            if charts_dir is not None:
+                charts_dir.mkdir(parents=True, exist_ok=True)
+                for index, chart in enumerate(page.locator(CHART).all()):
+                    if not chart.is_visible():  # a chart with no plot has no box at all
+                        continue
+                    shots.append(charts_dir / f"chart-{index}.png")
+                    chart.screenshot(path=str(shots[-1]))
+            return RenderedPage(text, seconds, screenshot, tuple(shots))
         finally:
             browser.close()
