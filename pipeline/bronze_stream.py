@@ -1,10 +1,12 @@
 """The bronze stream: landing NDJSON files -> bronze/events, bronze/quarantine, schema registry.
 
-Each micro-batch is classified in Spark's Python workers, collected once as Arrow, then
-committed in a fixed order: schema registry first (so no bronze row's schema is ever
-unknown downstream), then quarantine, then bronze. Every commit is txn-idempotent for
-(appId "bronze", batch id): a batch replayed after a crash at any point between those
-commits writes only what is missing. Invariant: bronze rows + quarantine rows = input lines.
+Each micro-batch is classified in Spark's executors and kept there (persisted) for two jobs: a
+small aggregation that brings the batch's new schema variations to the driver (one prototype
+each), and the write, whose tasks write bronze and quarantine files and whose commit makes the
+Delta commits. Commits come in a fixed order: schema registry first (so no bronze row's schema
+is ever unknown downstream), then quarantine, then bronze. Every commit is txn-idempotent for
+(appId "bronze", batch id): a batch replayed after a crash at any point between those commits
+writes only what is missing. Invariant: bronze rows + quarantine rows = input lines.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from pipeline import jvm_classifier
@@ -23,15 +23,17 @@ from pipeline.batch_function import batch_function
 from pipeline.batch_context import batch_commit_info
 from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.delta_connector.batch_writer import create_table
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
-from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, newest_epoch, table_access
+from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from pipeline.record_rules import UTF8_BOM
 from pipeline.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
+from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
@@ -52,7 +54,7 @@ class BronzeSettings:
 
 
 class BronzeBatchWriter:
-    """The foreachBatch function of the bronze stream."""
+    """The foreachBatch function of the bronze stream: Spark jobs and metadata, no rows."""
 
     def __init__(
         self,
@@ -71,121 +73,130 @@ class BronzeBatchWriter:
     def __call__(self, df: "DataFrame", batch_id: int) -> None:
         spark = df.sparkSession
         commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
-        table = df.toArrow()
         ingest_time = datetime.now(timezone.utc)
-        is_good = pc.is_null(table.column("quarantine_reason"))
-        good = table.filter(is_good)
-        bad = table.filter(pc.invert(is_good))
-        new = self._new_variations(good)
-        with table_access(self.lake.bronze_events, "read"):
-            next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
-        registration = self.registry.register(spark, self.connector, new, next_version, commit)
-        if registration.rejected:
-            good, bad = _unprocessable(good, bad, registration.rejected)
-        self.connector.write_batch(self.lake.bronze_quarantine, _quarantine_rows(bad, batch_id, ingest_time), commit)
-        self.connector.write_batch(self.lake.bronze_events, _bronze_rows(good, batch_id, ingest_time), commit)
+        classified = df.withColumn(ARRIVAL_COLUMN, _arrival()).persist()
+        try:
+            new = self._new_variations(classified)
+            with table_access(self.lake.bronze_events, "read"):
+                next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+            registration = self.registry.register(spark, self.connector, new, next_version, commit)
+            rows = bronze_routes(classified, batch_id, ingest_time, registration.rejected)
+            report = self.connector.write_routes(rows, bronze_plan(self.lake, commit))
+        finally:
+            classified.unpersist()
         result = BronzeBatchResult(
             batch_id=batch_id,
-            bronze_rows=good.num_rows,
-            quarantined=_counts(bad.column("quarantine_reason")),
+            bronze_rows=report.rows(EVENTS_ROUTE),
+            quarantined={r: n for r, n in report.tallies.get(QUARANTINE_ROUTE, {}).items() if n},
             new_variations=len(registration.entries),
         )
-        self.events.bronze_committed(result, newest_epoch(good.column("event_time")))
+        events = report.tables.get(EVENTS_ROUTE)
+        self.events.bronze_committed(result, events.newest if events is not None else None)
         if self.after_batch:
             self.after_batch(result)
 
-    def _new_variations(self, good: pa.Table) -> list[NewVariation]:
-        """Unknown variations, each with its first message, in arrival order.
+    def _new_variations(self, classified: "DataFrame") -> list[NewVariation]:
+        """Unknown variations, each with its first message, in arrival order: one small
+        aggregation job whose result (a row per new variation) is all that reaches the driver.
 
-        Spark packs a batch's files into partitions by size, so collected row order is not
-        arrival order; arrival is (file modification time, file path, line within the file).
+        Arrival is (file modification time, file path, position in the file): a landing file is
+        read by one task in line order, so Spark's monotonically increasing id orders its lines,
+        and a replay of the batch plans the same files into the same tasks.
         """
-        if good.num_rows == 0:
-            return []
-        arrival = good.select(["event_type", "schema_hash", "source_mtime", "source_file"]).append_column(
-            "row", pa.array(range(good.num_rows), pa.int64())
+        from pyspark.sql import functions as F
+
+        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
+        known = [f"{t}{KEY_SEPARATOR}{h}" for t, h in self.registry.known()]
+        fresh = classified.where(F.col("quarantine_reason").isNull())
+        if known:
+            fresh = fresh.where(~key.isin(known))
+        firsts = (
+            fresh.groupBy("event_type", "schema_hash")
+            .agg(F.min(ARRIVAL_COLUMN).alias("arrival"), F.min_by("payload", ARRIVAL_COLUMN).alias("prototype"))
+            .collect()
         )
-        arrival = arrival.sort_by([("source_mtime", "ascending"), ("source_file", "ascending"), ("row", "ascending")])
-        arrival = arrival.append_column("rank", pa.array(range(arrival.num_rows), pa.int64()))
-        keys = (
-            arrival.group_by(["event_type", "schema_hash"], use_threads=False)
-            .aggregate([("rank", "min")])
-            .sort_by("rank_min")
-        )
-        rows = arrival.column("row").take(keys.column("rank_min"))
-        payloads = good.column("payload")
-        return [
-            NewVariation(event_type, variation_hash, payloads[row].as_py().decode("utf-8"))
-            for event_type, variation_hash, row in zip(
-                keys.column("event_type").to_pylist(), keys.column("schema_hash").to_pylist(), rows.to_pylist()
-            )
-            if not self.registry.is_known(event_type, variation_hash)
-        ]
+        firsts.sort(key=lambda row: tuple(row["arrival"]))
+        return [NewVariation(r["event_type"], r["schema_hash"], bytes(r["prototype"]).decode("utf-8")) for r in firsts]
 
 
-def _unprocessable(
-    good: pa.Table, bad: pa.Table, rejected: dict[tuple[str, str], str]
-) -> tuple[pa.Table, pa.Table]:
-    """Move the rows of variations the registry rejected from `good` to `bad` (`unprocessable`)."""
-    keys = [f"{t}\x00{h}" for t, h in rejected]
-    row_keys = pc.binary_join_element_wise(good.column("event_type"), good.column("schema_hash"), "\x00")
-    is_rejected = pc.is_in(row_keys, pa.array(keys, pa.string()))
-    moved = good.filter(is_rejected)
-    details = {f"{t}\x00{h}": f"stage {REGISTRY_STAGE}: {why}" for (t, h), why in rejected.items()}
-    moved = moved.set_column(
-        moved.schema.get_field_index("quarantine_reason"),
-        "quarantine_reason",
-        pa.array(["unprocessable"] * moved.num_rows, pa.string()),
-    ).set_column(
-        moved.schema.get_field_index("quarantine_detail"),
-        "quarantine_detail",
-        pa.array([details[k] for k in row_keys.filter(is_rejected).to_pylist()], pa.string()),
-    )
-    return good.filter(pc.invert(is_rejected)), pa.concat_tables([bad, moved.cast(bad.schema)])
+KEY_SEPARATOR = "\x00"
+ARRIVAL_COLUMN = "_arrival"
+EVENTS_ROUTE = "events"
+QUARANTINE_ROUTE = "quarantine"
+EVENT_COLUMNS = {
+    "event_type": "event_type",
+    "event_id": "event_id",
+    "event_time": "event_time",
+    "schema_hash": "schema_hash",
+    "payload": "payload_text",
+    "ingest_time": "ingest_time",
+    "source_file": "source_file",
+    "batch_id": "batch_id",
+}
+QUARANTINE_COLUMNS = {
+    "stream": "stream",
+    "batch_id": "batch_id",
+    "reason": "reason",
+    "detail": "detail",
+    "event_type": "event_type",
+    "schema_hash": "schema_hash",
+    "raw_text": "payload" + TEXT_SUFFIX,
+    "raw_bytes": "payload",
+    "source_file": "source_file",
+    "ingest_time": "ingest_time",
+}
 
 
-def _bronze_rows(good: pa.Table, batch_id: int, ingest_time: datetime) -> pa.Table:
-    rows = good.num_rows
-    return pa.Table.from_arrays(
-        [
-            good.column("event_type"),
-            good.column("event_id"),
-            good.column("event_time"),
-            good.column("schema_hash"),
-            good.column("payload").cast(pa.string()),
-            pa.array([ingest_time] * rows, BRONZE_SCHEMA.field("ingest_time").type),
-            good.column("source_file"),
-            pa.array([batch_id] * rows, pa.int64()),
-        ],
-        schema=BRONZE_SCHEMA,
+def _arrival() -> "Column":
+    from pyspark.sql import functions as F
+
+    return F.struct(F.col("source_mtime"), F.col("source_file"), F.monotonically_increasing_id())
+
+
+def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
+    """Quarantine commits before bronze: a replay after a crash between them finds the
+    quarantine's txn and writes only bronze."""
+    return WritePlan(
+        commit=commit,
+        tables={
+            QUARANTINE_ROUTE: TableTarget(str(lake.bronze_quarantine), columns=QUARANTINE_COLUMNS),
+            EVENTS_ROUTE: TableTarget(str(lake.bronze_events), columns=EVENT_COLUMNS, time_column="event_time"),
+        },
+        commit_order=(QUARANTINE_ROUTE, EVENTS_ROUTE),
+        report_path="",
     )
 
 
-def _quarantine_rows(bad: pa.Table, batch_id: int, ingest_time: datetime) -> pa.Table:
-    rows = bad.num_rows
-    raw = bad.column("payload").to_pylist()
-    return pa.Table.from_arrays(
-        [
-            pa.array([BRONZE_STREAM] * rows, pa.string()),
-            pa.array([batch_id] * rows, pa.int64()),
-            bad.column("quarantine_reason"),
-            bad.column("quarantine_detail"),
-            bad.column("event_type"),
-            bad.column("schema_hash"),
-            pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string()),
-            bad.column("payload"),
-            bad.column("source_file"),
-            pa.array([ingest_time] * rows, QUARANTINE_SCHEMA.field("ingest_time").type),
-        ],
-        schema=QUARANTINE_SCHEMA,
+def bronze_routes(
+    classified: "DataFrame", batch_id: int, ingest_time: datetime, rejected: dict[tuple[str, str], str]
+) -> "DataFrame":
+    """Every classified line as a bronze or quarantine row (`_route`), built in Spark. Rows of a
+    variation the registry rejected go to quarantine as `unprocessable`."""
+    from pyspark.sql import functions as F
+
+    reason, detail = F.col("quarantine_reason"), F.col("quarantine_detail")
+    if rejected:
+        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
+        why = F.create_map(*[F.lit(x) for (t, h), d in sorted(rejected.items())
+                             for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")])[key]
+        reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
+        detail = F.coalesce(detail, why)
+    return classified.select(
+        F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE)).alias(ROUTE_COLUMN),
+        reason.alias(TALLY_COLUMN),
+        reason.alias("reason"),
+        detail.alias("detail"),
+        "event_type",
+        "event_id",
+        "event_time",
+        "schema_hash",
+        "payload",
+        F.col("payload").cast("string").alias("payload_text"),
+        "source_file",
+        F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
+        F.lit(batch_id).cast("long").alias("batch_id"),
+        F.lit(BRONZE_STREAM).alias("stream"),
     )
-
-
-def _counts(column: pa.ChunkedArray) -> dict[str, int]:
-    if len(column) == 0:
-        return {}
-    counted = pc.value_counts(column.combine_chunks())
-    return {item["values"]: item["counts"] for item in counted.to_pylist()}
 
 
 def create_bronze_tables(lake: LakeLayout) -> None:

@@ -128,6 +128,10 @@ class SchemaRegistry:
             self._applied[entry.event_type] = evolve(previous, json.loads(entry.variation_schema_json)).schema
             self._count += 1
 
+    def known(self) -> set[tuple[str, str]]:
+        """Every registered (event type, variation hash)."""
+        return set(self._known)
+
     def is_known(self, event_type: str, variation_hash: str) -> bool:
         return (event_type, variation_hash) in self._known
 
