@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP
+from pipeline.silver_stream import ON_INCOMPATIBLE
 from pipeline.generator import command as generate_command
 from streamops.cli_support import Subcommands, add_command, add_json_option, format_table, print_json
 
@@ -53,8 +54,9 @@ def register(subcommands: Subcommands) -> None:
         "--one-query-per-event-type", action="store_true", help="the seed's layout: one silver query per event type"
     )
     run.add_argument(
-        "--on-incompatible", choices=("quarantine", "fail_group"), default="quarantine",
-        help="what an incompatible type change does: quarantine its rows (default) or stop its group",
+        "--on-incompatible", choices=ON_INCOMPATIBLE, default="rescue",
+        help="fields a table cannot hold (type change, widening): keep them in _rescued_data (rescue, "
+        "default), quarantine their rows, or stop the group (fail_group)",
     )
     run.add_argument("--max-files-per-trigger", type=int, default=100, help="landing files per bronze batch")
     run.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="Delta connector")

@@ -28,7 +28,7 @@ from deltalake import DeltaTable
 
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.lake_tables import table_access
-from pipeline.payload_parser import arrow_schema
+from pipeline.delta_connector.typed_rows import arrow_schema
 from pipeline.schema_compat import evolve
 from pipeline.schema_inference import infer_isolated
 from pipeline.schema_variation import variation_paths

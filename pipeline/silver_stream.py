@@ -1,56 +1,77 @@
 """A silver group stream: bronze -> one typed Delta table per event type of its group.
 
 Every batch resolves the group's event types and their applied schemas from the registry
-(re-read only when it changed), collects the group's bronze rows once as Arrow, parses each
-type's payloads with its applied schema (pipeline.payload_parser), and fans out: nested
-structs become `parent__child` columns (dlt's convention), lineage columns tie each row to its
-bronze batch and landing file, and each table gets one txn-idempotent commit (appId = this
-stream). Rows of a variation that is incompatible with the table's schema are quarantined and
-alerted (on_incompatible="quarantine") or stop the group (on_incompatible="fail_group").
+(re-read only when it changed) and hands Spark one write job for all of them: the executors
+read each payload with Spark's `from_json` and its type's applied schema (pipeline.payload_parser),
+and the sink's tasks split the rows by event type, flatten nested structs into `parent__child`
+columns (dlt's convention), add lineage columns that tie each row to its bronze batch and
+landing file, and write one file per table; the commit makes one txn-idempotent commit per
+table (appId = this stream). Only counts come back to the driver.
+
+Fields a variation's table cannot hold (a type change, a widening, a colliding name) are kept
+in the row's `_rescued_data` and alerted (on_incompatible="rescue", the default), or the
+variation's rows are quarantined and alerted ("quarantine"), or the group stops ("fail_group").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Literal
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Callable, Literal
 
 from pipeline.batch_context import batch_commit_info
 from pipeline.batch_function import batch_function
-from pipeline.column_names import LINEAGE_COLUMNS, NESTED_SEPARATOR, column_name
+from pipeline.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
+from pipeline.delta_connector.batch_report import BatchReport
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TableTarget, WritePlan
 from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
-from pipeline.lake_tables import QUARANTINE_SCHEMA, newest_epoch
-from pipeline.payload_parser import PARSE_STAGE, parse_payloads, select, typed_payload
+from pipeline.payload_parser import rescued_data, typed_payload
 from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
-from pipeline.schema_alerts import SchemaAlert, alert_rows
+from pipeline.schema_alerts import AlertAction, SchemaAlert, alert_rows
 from pipeline.schema_registry import RegistryReader
 from pipeline.silver_schemas import SilverSchema, silver_schemas
 from streamops.lake_layout import LakeLayout, silver_stream
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
     from streamops.commit_metadata import BatchCommitInfo
 
-OnIncompatible = Literal["quarantine", "fail_group"]
+OnIncompatible = Literal["rescue", "quarantine", "fail_group"]
+ON_INCOMPATIBLE: tuple[OnIncompatible, ...] = ("rescue", "quarantine", "fail_group")
+QUARANTINE_ROUTE = "__quarantine__"
+HALT_ROUTE = "__halt__"
+"""Rows of an unfit variation under fail_group: not a table, so the batch writes nothing."""
+ACTION_OF: dict[OnIncompatible, AlertAction] = {"rescue": "rescued", "quarantine": "quarantined", "fail_group": "group_failed"}
+TALLY_SEPARATOR = "\x00"
+TYPED_COLUMN = "_typed_payload"
+QUARANTINE_COLUMNS = {
+    "stream": "_q_stream",
+    "batch_id": "_q_batch_id",
+    "reason": "_q_reason",
+    "detail": "_q_detail",
+    "event_type": "event_type",
+    "schema_hash": "_schema_hash",
+    "raw_text": "payload",
+    "raw_bytes": "_q_raw_bytes",
+    "source_file": "_source_file",
+    "ingest_time": "_ingest_time",
+}
 
 
 @dataclass(frozen=True)
 class SilverSettings:
     types_per_group: int = DEFAULT_TYPES_PER_GROUP
-    on_incompatible: OnIncompatible = "quarantine"
+    on_incompatible: OnIncompatible = "rescue"
     trigger_seconds: float = 5.0
     max_files_per_trigger: int = 1000
     available_now: bool = False
 
 
 class SilverGroupWriter:
-    """The foreachBatch function of one group's stream."""
+    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
 
     def __init__(
         self,
@@ -89,176 +110,131 @@ class SilverGroupWriter:
         schemas = self.schemas()
         if not schemas:
             return
-        spark = df.sparkSession
-        commit = batch_commit_info(spark, self.stream, batch_id, self.lake.checkpoint(self.stream))
-        result = self.commit_batch(group_rows(df, schemas).toArrow(), schemas, commit)
-        self.events.silver_committed(result, schemas)
+        commit = batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
+        self.events.silver_committed(self.write(df, schemas, commit), schemas)
 
-    def commit_batch(
-        self, bronze: pa.Table, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo"
-    ) -> SilverBatchResult:
-        event_types = bronze.column("event_type")
-        quarantine: list[pa.Table] = []
-        alerts: list[SchemaAlert] = []
-        tables: dict[str, pa.Table] = {}
-        for event_type, schema in sorted(schemas.items()):
-            rows = bronze.filter(pc.equal(event_types, event_type))
-            if rows.num_rows == 0:
-                continue
-            bad = pc.is_in(rows.column("_schema_hash"), pa.array(list(schema.incompatible), pa.string()))
-            rejected = rows.filter(bad)
-            if rejected.num_rows:
-                alerts.extend(self._alerts(rejected, schema))
-                details = _incompatible_details(schema, rejected)
-                quarantine.append(_quarantine_rows(rejected, "incompatible_type", details, self.stream, commit.batch_id))
-            accepted = rows.filter(pc.invert(bad))
-            if accepted.num_rows == 0:
-                continue
-            parsed = parse_payloads(accepted.column("typed_payload"), accepted.column("_schema_hash"), schema.arrow)
-            if parsed.errors:
-                unparsed = accepted.filter(pc.invert(parsed.accepted))
-                details = [f"stage {PARSE_STAGE}: {parsed.errors[row]}" for row in sorted(parsed.errors)]
-                quarantine.append(_quarantine_rows(unparsed, "unprocessable", details, self.stream, commit.batch_id))
-            if parsed.table.num_rows:
-                tables[event_type] = silver_rows(parsed.table, select(accepted, parsed.accepted))
+    def write(self, bronze: "DataFrame", schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+        rows = silver_routes(bronze, schemas, self.settings.on_incompatible, self.stream, commit.batch_id)
+        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
+
+    def plan(self, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> WritePlan:
+        extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
+        tables = {
+            event_type: TableTarget(
+                str(self.lake.silver(event_type)),
+                rows="typed_json",
+                columns=extra,
+                schema=schema.applied,
+                payload_column=TYPED_COLUMN,
+                reject_route=QUARANTINE_ROUTE,
+                time_column="_event_time",
+            )
+            for event_type, schema in schemas.items()
+        }
+        tables[QUARANTINE_ROUTE] = TableTarget(str(self.lake.bronze_quarantine), columns=QUARANTINE_COLUMNS)
+        return WritePlan(
+            commit=commit,
+            tables=tables,
+            commit_order=(QUARANTINE_ROUTE, *sorted(schemas)),
+            report_path="",
+            halt_on_held_rows=self.settings.on_incompatible == "fail_group",
+        )
+
+    def finish(self, report: BatchReport, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+        """Alerts for the unfit variations the batch met, then the fail_group stop, if any."""
+        alerts = self._alerts(report, schemas)
         if alerts:
             self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
-            if self.settings.on_incompatible == "fail_group":
-                stop = IncompatibleSchemaError(
-                    f"group `{self.group}` stopped on an incompatible schema change "
-                    f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
-                    "then restart it with on_incompatible=quarantine or fix the producer",
-                    self.stream,
-                )
-                if self.on_policy_stop is not None:
-                    self.on_policy_stop(stop)
-                raise stop
-        if quarantine:
-            self.connector.write_batch(self.lake.bronze_quarantine, pa.concat_tables(quarantine), commit)
-        for event_type, table in tables.items():
-            self.connector.write_batch(self.lake.silver(event_type), table, commit)
+        if report.halted:
+            stop = IncompatibleSchemaError(
+                f"group `{self.group}` stopped on an incompatible schema change "
+                f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+                "then restart it with on_incompatible=rescue or fix the producer",
+                self.stream,
+            )
+            if self.on_policy_stop is not None:
+                self.on_policy_stop(stop)
+            raise stop
+        written = {t: report.tables[t] for t in schemas if t in report.tables and report.rows(t)}
         return SilverBatchResult(
             group=self.group,
             batch_id=commit.batch_id,
-            rows_by_type={t: table.num_rows for t, table in tables.items()},
-            max_event_time={
-                event_type: newest
-                for event_type, newest in ((t, newest_epoch(table.column("_event_time"))) for t, table in tables.items())
-                if newest is not None
-            },
-            quarantined=sum(t.num_rows for t in quarantine),
+            rows_by_type={t: table.rows for t, table in written.items()},
+            max_event_time={t: table.newest for t, table in written.items() if table.newest is not None},
+            quarantined=report.rows(QUARANTINE_ROUTE),
             alerts=tuple(alerts),
         )
 
-    def _alerts(self, rejected: pa.Table, schema: SilverSchema) -> list[SchemaAlert]:
-        action = "group_failed" if self.settings.on_incompatible == "fail_group" else "quarantined"
-        counts = pc.value_counts(rejected.column("_schema_hash").combine_chunks()).to_pylist()
-        return [
-            SchemaAlert(
-                event_type=schema.event_type,
-                field=change.path,
-                old_type=change.old_type or "",
-                new_type=change.new_type,
-                variation_hash=item["values"],
-                first_bronze_version=schema.variation_first_bronze_version[item["values"]],
-                rows_affected=item["counts"],
-                action=action,
-            )
-            for item in counts
-            for change in schema.incompatible[item["values"]]
-        ]
+    def _alerts(self, report: BatchReport, schemas: dict[str, SilverSchema]) -> list[SchemaAlert]:
+        alerts = []
+        for counts in report.tallies.values():
+            for tally, rows in sorted(counts.items()):
+                if TALLY_SEPARATOR not in tally:
+                    continue
+                action, event_type, variation = tally.split(TALLY_SEPARATOR)
+                schema = schemas[event_type]
+                alerts += [
+                    SchemaAlert(
+                        event_type=event_type,
+                        field=change.path,
+                        old_type=change.old_type or "",
+                        new_type=change.new_type,
+                        variation_hash=variation,
+                        first_bronze_version=schema.variation_first_bronze_version[variation],
+                        rows_affected=rows,
+                        action=action,  # type: ignore[arg-type]
+                    )
+                    for change in schema.unfit[variation]
+                ]
+        return alerts
 
 
-def group_rows(df: "DataFrame", schemas: dict[str, SilverSchema]) -> "DataFrame":
-    """The group's bronze rows, each payload as Spark reads it with its type's applied schema,
-    with lineage columns under their silver names."""
+def silver_routes(
+    df: "DataFrame", schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible, stream: str, batch_id: int
+) -> "DataFrame":
+    """The group's bronze rows, each with its table (`_route`), its payload as Spark reads it
+    with its type's applied schema, its rescued fields and lineage columns, built in Spark."""
     from pyspark.sql import functions as F
 
-    typed = typed_payload({t: s.applied for t, s in schemas.items()}, F.col("event_type"), F.col("payload"))
-    columns = [F.col("event_type"), F.col("payload"), typed.alias("typed_payload")]
-    columns += [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
-    return df.where(F.col("event_type").isin(sorted(schemas))).select(*columns)
-
-
-def silver_rows(parsed: pa.Table, lineage: pa.Table) -> pa.Table:
-    """Flat typed columns of one event type (named by pipeline/column_names.py), then the
-    lineage columns."""
-    names: list[str] = []
-    arrays: list[Any] = []
-    for field, column in zip(parsed.schema, parsed.columns):
-        _flatten(field, column, "", names, arrays)
-    for name in LINEAGE_COLUMNS:
-        names.append(name)
-        arrays.append(lineage.column(name))
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def _flatten(field: pa.Field, column: Any, prefix: str, names: list[str], arrays: list[Any]) -> None:
-    name = prefix + column_name(field.name)
-    if not pa.types.is_struct(field.type):
-        names.append(name)
-        arrays.append(_with_column_names(column))
-        return
-    for index, child in enumerate(field.type):
-        _flatten(child, pc.struct_field(column, [index]), name + NESTED_SEPARATOR, names, arrays)
-
-
-def _with_column_names(column: Any) -> Any:
-    """Struct fields inside arrays take column names too (Delta checks nested names)."""
-    data_type = column.type
-    if _named(data_type) == data_type:
-        return column
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    return pa.chunked_array([_renamed(chunk) for chunk in chunks], _named(data_type))
-
-
-def _named(data_type: pa.DataType) -> pa.DataType:
-    if pa.types.is_struct(data_type):
-        return pa.struct([pa.field(column_name(f.name), _named(f.type), f.nullable) for f in data_type])
-    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
-        element = data_type.value_field
-        wrap = pa.list_ if pa.types.is_list(data_type) else pa.large_list
-        return wrap(pa.field(element.name, _named(element.type), element.nullable))
-    return data_type
-
-
-def _renamed(array: pa.Array) -> pa.Array:
-    if pa.types.is_struct(array.type):
-        children = [_renamed(array.field(i)) for i in range(array.type.num_fields)]
-        names = [column_name(f.name) for f in array.type]
-        return pa.StructArray.from_arrays(children, names=names, mask=array.is_null() if array.null_count else None)
-    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
-        kind = pa.ListArray if pa.types.is_list(array.type) else pa.LargeListArray
-        return kind.from_arrays(array.offsets, _renamed(array.values), mask=array.is_null() if array.null_count else None)
-    return array
-
-
-def _incompatible_details(schema: SilverSchema, rejected: pa.Table) -> list[str]:
-    details = {
-        variation: "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
-        for variation, changes in schema.incompatible.items()
-    }
-    return [details[h] for h in rejected.column("_schema_hash").to_pylist()]
-
-
-def _quarantine_rows(rejected: pa.Table, reason: str, details: list[str], stream: str, batch_id: int) -> pa.Table:
-    rows = rejected.num_rows
-    payloads = rejected.column("payload")
-    return pa.Table.from_arrays(
-        [
-            pa.array([stream] * rows, pa.string()),
-            pa.array([batch_id] * rows, pa.int64()),
-            pa.array([reason] * rows, pa.string()),
-            pa.array(details, pa.string()),
-            rejected.column("event_type").cast(pa.string()),
-            rejected.column("_schema_hash").cast(pa.string()),
-            payloads.cast(pa.string()),
-            payloads.cast(pa.binary()),
-            rejected.column("_source_file").cast(pa.string()),
-            rejected.column("_ingest_time").cast(QUARANTINE_SCHEMA.field("ingest_time").type),
-        ],
-        schema=QUARANTINE_SCHEMA,
+    event_type, schema_hash, payload = F.col("event_type"), F.col("schema_hash"), F.col("payload")
+    unfit = _unfit_variation(schemas, event_type, schema_hash)
+    action = ACTION_OF[on_incompatible]
+    tally = F.when(unfit.isNotNull(), F.concat_ws(TALLY_SEPARATOR, F.lit(action), event_type, schema_hash))
+    if on_incompatible == "rescue":
+        route: "Column" = event_type
+    else:
+        held = F.lit(QUARANTINE_ROUTE if on_incompatible == "quarantine" else HALT_ROUTE)
+        route = F.when(unfit.isNotNull(), held).otherwise(event_type)
+    rescued = rescued_data(schemas, event_type, schema_hash, payload, F.col("source_file")) if on_incompatible == "rescue" else F.lit(None).cast("string")
+    return df.where(event_type.isin(sorted(schemas))).select(
+        route.alias(ROUTE_COLUMN),
+        tally.alias(TALLY_COLUMN),
+        event_type,
+        payload,
+        typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
+        rescued.alias(RESCUED_DATA_COLUMN),
+        *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],
+        F.lit(stream).alias("_q_stream"),
+        F.lit(batch_id).cast("long").alias("_q_batch_id"),
+        F.when(unfit.isNotNull(), F.lit("incompatible_type")).alias("_q_reason"),
+        unfit.alias("_q_detail"),
+        payload.cast("binary").alias("_q_raw_bytes"),
     )
+
+
+def _unfit_variation(schemas: dict[str, SilverSchema], event_type: "Column", schema_hash: "Column") -> "Column":
+    """Per row: what its variation's table cannot hold (`player.level: long -> string`), or null."""
+    from pyspark.sql import functions as F
+
+    details = {
+        (t, h): "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
+        for t, schema in schemas.items()
+        for h, changes in schema.unfit.items()
+    }
+    if not details:
+        return F.lit(None).cast("string")
+    key = F.concat_ws(TALLY_SEPARATOR, event_type, schema_hash)
+    return F.create_map(*[F.lit(x) for (t, h), d in sorted(details.items()) for x in (f"{t}{TALLY_SEPARATOR}{h}", d)])[key]
 
 
 def start_silver_group(
