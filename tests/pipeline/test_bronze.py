@@ -115,7 +115,9 @@ def test_registry_versions_follow_the_drift(spark, tmp_path):
     assert "p.id:integer" in first_a["variation_paths"]
     assert first_a["first_bronze_version"] == 1
     incompatible = registry[4]
-    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "double", "new_type": "string"}]
+    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "long", "new_type": "string"}], (
+        "a widening never changes the applied type: score stays long"
+    )
 
 
 class CrashBeforeBronze(EmbeddedDelta):
