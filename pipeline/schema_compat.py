@@ -29,7 +29,7 @@ from pipeline.column_names import NESTED_SEPARATOR, column_name, folded
 
 ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
 
-_WIDENINGS: dict[str, frozenset[str]] = {
+WIDENINGS: dict[str, frozenset[str]] = {
     "byte": frozenset({"short", "integer", "long", "double"}),
     "short": frozenset({"integer", "long", "double"}),
     "integer": frozenset({"long", "double"}),
@@ -177,10 +177,10 @@ def _merge_type(
             return dict(old, elementType=element, containsNull=True)
     if old == "void":
         return new
-    if isinstance(old, str) and isinstance(new, str) and new in _WIDENINGS.get(old, frozenset()):
+    if isinstance(old, str) and isinstance(new, str) and new in WIDENINGS.get(old, frozenset()):
         changes.widened.append(FieldChange(path, old, new))
         return old
-    if new == "void" or (isinstance(new, str) and isinstance(old, str) and old in _WIDENINGS.get(new, frozenset())):
+    if new == "void" or (isinstance(new, str) and isinstance(old, str) and old in WIDENINGS.get(new, frozenset())):
         return old
     changes.incompatible.append(FieldChange(path, type_name(old), type_name(new)))
     return old
@@ -194,6 +194,16 @@ def unfit(evolution: SchemaEvolution) -> tuple[FieldChange, ...]:
 def promote(schema: dict[str, Any] | str, path: str, wider: str) -> dict[str, Any]:
     """`schema` with the field at `path` (dotted, `[]` for array elements) of type `wider`."""
     return _rewrite(_as_dict(schema), path, lambda field_type: wider)
+
+
+def field_type(schema: dict[str, Any] | str, path: str) -> str | None:
+    """The scalar type name of the field at dotted `path` (struct fields only), or None."""
+    data_type: Any = _as_dict(schema)
+    for name in path.split("."):
+        if not isinstance(data_type, dict) or data_type.get("type") != "struct":
+            return None
+        data_type = next((f["type"] for f in data_type["fields"] if f["name"] == name), None)
+    return data_type if isinstance(data_type, str) else None
 
 
 def prune(schema: dict[str, Any] | str, paths: list[str]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ Two schemas per type, for two questions:
 - the *applied* schema answers "what type does the silver table keep": the fold of
   `schema_compat.evolve` over each variation's own schema in arrival order (`seen_order`), so
   the first type seen wins, added and widened fields evolve it, incompatible ones do not.
-  A variation's `change_kind` is what it did to the applied schema.
+  A variation's `change_kind` is what it did to the applied schema. A row of change_kind
+  `promoted` (written by `streamops lake promote`, pipeline/column_promotion.py) is no
+  variation: its schema *is* the applied schema from then on (a column made wider, offline).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ REGISTRY_SCHEMA = pa.schema(
 )
 EMPTY_STRUCT: dict[str, Any] = {"type": "struct", "fields": []}
 REGISTRY_STAGE = "registry"
+PROMOTED = "promoted"
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,8 @@ class SchemaRegistry:
             self._by_type.setdefault(entry.event_type, []).append(entry)
             self._known.add((entry.event_type, entry.variation_hash))
             previous = self._applied.get(entry.event_type)
-            self._applied[entry.event_type] = evolve(previous, json.loads(entry.variation_schema_json)).schema
+            schema = json.loads(entry.variation_schema_json)
+            self._applied[entry.event_type] = schema if entry.change_kind == PROMOTED else evolve(previous, schema).schema
             self._count += 1
 
     def known(self) -> set[tuple[str, str]]:
@@ -223,7 +227,7 @@ class SchemaRegistry:
 
     def _prototypes(self, event_type: str, fresh: list[NewVariation]) -> dict[str, list[str]]:
         """Inference keys of one type: its superset over every prototype, and each new variation's own."""
-        known = [e.prototype for e in self._by_type.get(event_type, ())]
+        known = [e.prototype for e in self._by_type.get(event_type, ()) if e.change_kind != PROMOTED]
         keys = {"S:" + event_type: known + [v.prototype for v in fresh]}
         keys.update({"V:" + v.variation_hash: [v.prototype] for v in fresh})
         return keys

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from pipeline.delta_connector.typed_rows import arrow_schema
 from pipeline.schema_compat import FieldChange, evolve, unfit
-from pipeline.schema_registry import SchemaRegistry
+from pipeline.schema_registry import PROMOTED, SchemaRegistry
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def silver_schemas(registry: SchemaRegistry, event_types: list[str]) -> dict[str
             continue
         applied = registry.applied_schema(event_type)
         changed, own = {}, {}
-        for entry in entries:
+        for entry in (e for e in entries if e.change_kind != PROMOTED):
             variation = json.loads(entry.variation_schema_json)
             changes = unfit(evolve(applied, variation))
             if changes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -18,9 +19,13 @@ from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
+from pipeline.schema_compat import field_type
+from pipeline.schema_registry import SchemaRegistry
+from pipeline.silver_schemas import silver_schemas
 from pipeline.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
+from streamops.cli import main
 from streamops.lake_layout import LakeLayout
 
 STAGE_TO_CHANGE_KIND = {
@@ -194,3 +199,42 @@ def test_quarantine_policy_quarantines_the_rows_a_table_cannot_hold(spark, tmp_p
     quarantined = sorted((r["reason"], r["detail"]) for r in table_rows(lake.bronze_quarantine))
     assert quarantined == [("incompatible_type", "level: long -> string"), ("incompatible_type", "score: long -> double")]
     assert {a["action"] for a in table_rows(lake.schema_alerts)} == {"quarantined"}
+
+
+def test_promoting_a_column_moves_its_rescued_values_back_and_keeps_the_wider_type(drained, tmp_path, capsys):
+    lake, manifest, _ = drained
+    event_type, metric = next(
+        (t, v["change"]["path"])
+        for t, info in sorted(manifest["event_types"].items())
+        for v in info["variations"]
+        if v["stage"] == "numeric_widening"
+    )
+    copy = LakeLayout.at(tmp_path / "lake")
+    shutil.copytree(lake.root, copy.root)
+    before = {r["event_id"]: r for r in table_rows(copy.silver(event_type))}
+    command = ["lake", "promote", "--lake", str(copy.root), "--event-type", event_type, "--field", metric, "--to", "double", "--json"]
+
+    assert main(command) == 0
+    assert json.loads(capsys.readouterr().out)["applied"] is False
+    assert {r["event_id"]: r for r in table_rows(copy.silver(event_type))} == before, "without --yes nothing changes"
+
+    assert main([*command, "--yes"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    after = {r["event_id"]: r for r in table_rows(copy.silver(event_type))}
+    assert set(after) == set(before)
+    rescued = {i for i, r in before.items() if r["_rescued_data"] and metric in json.loads(r["_rescued_data"])}
+    assert rescued and done["rescued_moved"] == len(rescued) and done["rows"] == len(before)
+    for event_id, row in after.items():
+        old = before[event_id]
+        expected = json.loads(old["_rescued_data"])[metric] if event_id in rescued else old[metric]
+        assert row[metric] == (None if expected is None else float(expected)) and isinstance(row[metric], (float, type(None)))
+        assert row["_rescued_data"] is None or metric not in json.loads(row["_rescued_data"])
+
+    registry = SchemaRegistry.load(copy.schema_registry)
+    assert field_type(registry.applied_schema(event_type), metric) == "double"
+    assert not any(c.path == metric for cs in silver_schemas(registry, [event_type])[event_type].unfit.values() for c in cs)
+
+    assert main([*command, "--yes"]) == 0, "a second run finds the work done"
+    again = json.loads(capsys.readouterr().out)
+    assert (again["rows"], again["recorded"]) == (0, False)
+    assert [r["change_kind"] for r in table_rows(copy.schema_registry)].count("promoted") == 1
