@@ -90,7 +90,8 @@ class NativeDelta:
 
     Not run in this repository's tests (no Delta JARs can be fetched here); it is kept to plain
     delta-spark calls: one `format("delta")` append per table with txnAppId/txnVersion, which
-    delta-spark skips when the table already holds that version."""
+    delta-spark skips when the table already holds that version. The batch is persisted on the
+    executors for its count and its per-table appends, so it is computed once."""
 
     spark: "SparkSession"
     name: ConnectorName = "native"
@@ -115,24 +116,28 @@ class NativeDelta:
     def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
         from pyspark.sql import functions as F
 
-        tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
-        counted = df.groupBy(ROUTE_COLUMN, tally.alias(TALLY_COLUMN)).count().collect()
-        tallies: dict[str, dict[str, int]] = {}
-        for row in counted:
-            tallies.setdefault(row[0], {})[row[1] or ""] = row[2]
-        if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
-            return BatchReport(tallies=tallies, halted=True)
-        tables: dict[str, TableReport] = {}
-        for route in plan.commit_order:
-            rows = sum(tallies.get(route, {}).values())
-            if not rows:
-                tables[route] = TableReport("empty")
-                continue
-            target = plan.tables[route]
-            routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target)
-            self._append(routed, Path(target.path), plan.commit)
-            tables[route] = TableReport("written", rows)
-        return BatchReport(tables=tables, tallies=tallies)
+        df = df.persist()
+        try:
+            tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
+            counted = df.groupBy(ROUTE_COLUMN, tally.alias(TALLY_COLUMN)).count().collect()
+            tallies: dict[str, dict[str, int]] = {}
+            for row in counted:
+                tallies.setdefault(row[0], {})[row[1] or ""] = row[2]
+            if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
+                return BatchReport(tallies=tallies, halted=True)
+            tables: dict[str, TableReport] = {}
+            for route in plan.commit_order:
+                rows = sum(tallies.get(route, {}).values())
+                if not rows:
+                    tables[route] = TableReport("empty")
+                    continue
+                target = plan.tables[route]
+                routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target)
+                self._append(routed, Path(target.path), plan.commit)
+                tables[route] = TableReport("written", rows)
+            return BatchReport(tables=tables, tallies=tallies)
+        finally:
+            df.unpersist()
 
     def _append(self, df: "DataFrame", table: Path, commit: BatchCommitInfo) -> None:
         (
