@@ -24,14 +24,14 @@ from pathlib import Path
 
 from bench_support import machine, timed
 
-from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.schema_registry import SchemaRegistry
+from pipeline.registry.schema_registry import SchemaRegistry
 from pipeline.spark_session import build_spark
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP
-from pipeline.silver_stream import ON_INCOMPATIBLE
+from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
+from pipeline.silver.silver_stream import ON_INCOMPATIBLE
 from pipeline.generator import command as generate_command
 from streamops.cli_support import (
     Subcommands,
@@ -127,7 +127,7 @@ def _add_lake(subcommands: Subcommands) -> None:
 
 
 def _promote(args: argparse.Namespace) -> int:
-    from pipeline.column_promotion import plan_promotion, promote_column
+    from pipeline.silver.column_promotion import plan_promotion, promote_column
     from streamops.lake_layout import LakeLayout
 
     lake = LakeLayout.at(args.lake)
@@ -163,7 +163,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pipeline.lake_summary import summarize_lake
     from pipeline.pipeline_run import RunOptions, run_pipeline
-    from pipeline.silver_stream import SilverSettings
+    from pipeline.silver.silver_stream import SilverSettings
     from streamops.lake_layout import LakeLayout
 
     silver = SilverSettings(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.exceptions import JavaNotFoundError
-from pipeline.jvm_classifier import classifier_jar
+from pipeline.bronze.jvm_classifier import classifier_jar
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")

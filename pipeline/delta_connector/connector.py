@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal, Mapping, Protocol
 
 import pyarrow as pa
 
-from pipeline.column_names import NESTED_SEPARATOR, column_name
+from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 from pipeline.delta_connector.batch_commit import committed_batch
 from pipeline.delta_connector.batch_report import BatchReport, TableReport
 from pipeline.delta_connector.batch_writer import WriteOutcome, write_batch

@@ -3,7 +3,7 @@
 The JSON is what Spark's `to_json(from_json(payload, schema))` wrote (silver builds it that way:
 Spark's Jackson reader is the judge of what fits which type), so Arrow's JSON reader reads it
 with the same schema. Nested structs become `parent__child` columns (dlt's convention, named by
-pipeline/column_names.py; arrays stay arrays, their struct fields renamed the same way).
+pipeline/silver/column_names.py; arrays stay arrays, their struct fields renamed the same way).
 Should a row still fail to parse, the rows are retried one by one and each failure is returned
 with its reason, for the caller to quarantine: nothing is nulled or dropped silently.
 """
@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from pipeline.column_names import NESTED_SEPARATOR, column_name
-from pipeline.record_rules import MAX_RECORD_BYTES
+from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
+from pipeline.bronze.record_rules import MAX_RECORD_BYTES
 
 _READ_OPTIONS = pa_json.ReadOptions(block_size=4 * MAX_RECORD_BYTES, use_threads=False)
 """Blocks must hold whole lines; bronze admits lines up to MAX_RECORD_BYTES."""

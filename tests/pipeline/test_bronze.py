@@ -12,12 +12,12 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.errors import StreamingQueryException
 
-from pipeline.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.pipeline_events import Unmonitored
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
-from pipeline.schema_registry import SchemaRegistry
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from pipeline.registry.schema_registry import SchemaRegistry
 from streamops.lake_layout import LakeLayout
 
 

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile_lines import hostile_lines, landing_lines
-from pipeline.bronze_classifier import judge_line, strip_bom
+from pipeline.bronze.bronze_classifier import judge_line, strip_bom
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.pipeline_events import Unmonitored
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
-from pipeline.schema_registry import NewVariation, SchemaRegistry
-from pipeline.schema_variation import variation_paths
-from pipeline.silver_schemas import silver_schemas
-from pipeline.silver_stream import SilverGroupWriter, SilverSettings
-from pipeline.strict_json import loads
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from pipeline.registry.schema_registry import NewVariation, SchemaRegistry
+from pipeline.registry.schema_variation import variation_paths
+from pipeline.silver.silver_schemas import silver_schemas
+from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
+from pipeline.bronze.strict_json import loads
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
 

@@ -1,4 +1,4 @@
-from pipeline.schema_compat import evolve, promote, prune, unfit, without
+from pipeline.registry.schema_compat import evolve, promote, prune, unfit, without
 
 
 def struct(*fields):

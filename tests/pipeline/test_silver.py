@@ -13,16 +13,16 @@ from deltalake import DeltaTable
 from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
-from pipeline.column_names import NESTED_SEPARATOR
+from pipeline.silver.column_names import NESTED_SEPARATOR
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.schema_compat import field_type
-from pipeline.schema_registry import SchemaRegistry
-from pipeline.silver_schemas import silver_schemas
-from pipeline.silver_stream import SilverSettings
+from pipeline.registry.schema_compat import field_type
+from pipeline.registry.schema_registry import SchemaRegistry
+from pipeline.silver.silver_schemas import silver_schemas
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
 from streamops.cli import main

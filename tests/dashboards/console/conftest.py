@@ -29,7 +29,7 @@ def built_lake(spark, tmp_path_factory) -> BuiltLake:
     from pipeline.generator.run import generate
     from pipeline.generator.settings import GeneratorSettings
     from pipeline.pipeline_events import MonitorEvents
-    from pipeline.silver_stream import SilverSettings
+    from pipeline.silver.silver_stream import SilverSettings
     from pipeline.supervisor import PipelineSettings, Supervisor
 
     root = tmp_path_factory.mktemp("console")

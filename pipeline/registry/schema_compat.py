@@ -13,7 +13,7 @@ quarantine.
 - incompatible: any other type change (number -> string, struct -> scalar, ...) -> keep the
   old type; handled like a widening
 - incompatible too: a new field that would land in a column the table already has under
-  another name (`userId` then `userid`; `a.b` then `a__b`: see pipeline/column_names.py)
+  another name (`userId` then `userid`; `a.b` then `a__b`: see pipeline/silver/column_names.py)
 
 `unfit(evolution)` is what a table with the old schema cannot hold of the new one; `prune` and
 `without` cut a schema down to, or remove, those paths (silver reads each part with its own).
@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.column_names import NESTED_SEPARATOR, column_name, folded
+from pipeline.silver.column_names import NESTED_SEPARATOR, column_name, folded
 
 ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
 

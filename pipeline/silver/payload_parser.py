@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from pipeline.schema_compat import prune, without
+from pipeline.registry.schema_compat import prune, without
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-    from pipeline.silver_schemas import SilverSchema
+    from pipeline.silver.silver_schemas import SilverSchema
 
 PARSE_STAGE = "silver_parse"
 RESCUED_FILE_PATH = "_file_path"

@@ -2,7 +2,7 @@
 
 Every batch resolves the group's event types and their applied schemas from the registry
 (re-read only when it changed) and hands Spark one write job for all of them: the executors
-read each payload with Spark's `from_json` and its type's applied schema (pipeline.payload_parser),
+read each payload with Spark's `from_json` and its type's applied schema (pipeline.silver.payload_parser),
 and the sink's tasks split the rows by event type, flatten nested structs into `parent__child`
 columns (dlt's convention), add lineage columns that tie each row to its bronze batch and
 landing file, and write one file per table; the commit makes one txn-idempotent commit per
@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from pipeline.batch_context import batch_commit_info
 from pipeline.batch_function import batch_function
-from pipeline.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
+from pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
 from pipeline.delta_connector.batch_report import BatchReport
 from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TableTarget, WritePlan
-from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
+from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
-from pipeline.payload_parser import rescued_data, typed_payload
+from pipeline.silver.payload_parser import rescued_data, typed_payload
 from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
-from pipeline.schema_alerts import AlertAction, SchemaAlert, alert_rows
-from pipeline.schema_registry import RegistryReader
-from pipeline.silver_schemas import SilverSchema, silver_schemas
+from pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
+from pipeline.registry.schema_registry import RegistryReader
+from pipeline.silver.silver_schemas import SilverSchema, silver_schemas
 from streamops.lake_layout import LakeLayout, silver_stream
 
 if TYPE_CHECKING:

@@ -24,14 +24,14 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
-from pipeline.column_names import NESTED_SEPARATOR, RESCUED_DATA_COLUMN, column_name
+from pipeline.silver.column_names import NESTED_SEPARATOR, RESCUED_DATA_COLUMN, column_name
 from pipeline.delta_connector.batch_writer import write_batch
 from pipeline.delta_connector.typed_rows import arrow_schema
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import table_access
-from pipeline.payload_parser import RESCUED_FILE_PATH
-from pipeline.schema_compat import WIDENINGS, field_type, promote
-from pipeline.schema_registry import PROMOTED, REGISTRY_SCHEMA, RegistryEntry, SchemaRegistry
+from pipeline.silver.payload_parser import RESCUED_FILE_PATH
+from pipeline.registry.schema_compat import WIDENINGS, field_type, promote
+from pipeline.registry.schema_registry import PROMOTED, REGISTRY_SCHEMA, RegistryEntry, SchemaRegistry
 from streamops.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.lake_layout import LakeLayout
 

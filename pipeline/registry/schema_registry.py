@@ -13,7 +13,7 @@ Two schemas per type, for two questions:
   `schema_compat.evolve` over each variation's own schema in arrival order (`seen_order`), so
   the first type seen wins, added and widened fields evolve it, incompatible ones do not.
   A variation's `change_kind` is what it did to the applied schema. A row of change_kind
-  `promoted` (written by `streamops lake promote`, pipeline/column_promotion.py) is no
+  `promoted` (written by `streamops lake promote`, pipeline/silver/column_promotion.py) is no
   variation: its schema *is* the applied schema from then on (a column made wider, offline).
 """
 
@@ -31,10 +31,10 @@ from deltalake import DeltaTable
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.lake_tables import table_access
 from pipeline.delta_connector.typed_rows import arrow_schema
-from pipeline.schema_compat import evolve
-from pipeline.schema_inference import infer_isolated
-from pipeline.schema_variation import variation_paths
-from pipeline.strict_json import loads
+from pipeline.registry.schema_compat import evolve
+from pipeline.registry.schema_inference import infer_isolated
+from pipeline.registry.schema_variation import variation_paths
+from pipeline.bronze.strict_json import loads
 from streamops.delta_read import read_delta
 
 if TYPE_CHECKING:

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from deltalake import DeltaTable
 
-from pipeline import jvm_classifier
+from pipeline.bronze import jvm_classifier
 from pipeline.batch_function import batch_function
 from pipeline.batch_context import batch_commit_info
-from pipeline.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from pipeline.record_rules import UTF8_BOM
-from pipeline.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
+from pipeline.bronze.record_rules import UTF8_BOM
+from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 

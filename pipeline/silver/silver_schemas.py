@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.delta_connector.typed_rows import arrow_schema
-from pipeline.schema_compat import FieldChange, evolve, unfit
-from pipeline.schema_registry import PROMOTED, SchemaRegistry
+from pipeline.registry.schema_compat import FieldChange, evolve, unfit
+from pipeline.registry.schema_registry import PROMOTED, SchemaRegistry
 
 
 @dataclass(frozen=True)
