@@ -1,7 +1,8 @@
 """Bronze throughput against a plain-Spark baseline on the same files, in the same run.
 
-Baseline: Spark's text source -> foreachBatch -> the same idempotent delta-rs writer, no
-parsing, hashing, registry or quarantine. Bronze: the real bronze stream (classification,
+Baseline: Spark's text source -> foreachBatch -> the same executor-side Delta sink (Spark's
+tasks write Parquet, the driver commits once with the txn), no parsing, hashing, registry or
+quarantine. Bronze: the real bronze stream (classification,
 schema-variation hash, registry, quarantine), with the JVM classifier (the default where a JDK
 is installed) and with the Python one. All drain the same landing files with
 Trigger.AvailableNow and the same files per batch, after a warm-up of each on a few files; the
@@ -23,14 +24,14 @@ from pathlib import Path
 
 from bench_support import machine, timed
 
-from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
-from pipeline.delta_connector.batch_writer import write_batch
+from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.schema_registry import SchemaRegistry
+from pipeline.registry.schema_registry import SchemaRegistry
 from pipeline.spark_session import build_spark
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
@@ -40,7 +41,15 @@ def run_baseline(spark, landing: Path, work: Path, max_files: int) -> None:
     table = work / "baseline_table"
 
     def write(df, batch_id):
-        write_batch(table, df.toArrow(), BatchCommitInfo("baseline", batch_id))
+        from pyspark.sql import functions as F
+
+        plan = WritePlan(
+            commit=BatchCommitInfo("baseline", batch_id),
+            tables={"lines": TableTarget(str(table), columns={"value": "value"})},
+            commit_order=("lines",),
+            report_path="",
+        )
+        EmbeddedDelta().write_routes(df.select(F.lit("lines").alias(ROUTE_COLUMN), "value"), plan)
 
     query = (
         spark.readStream.format("text").option("maxFilesPerTrigger", str(max_files)).load(str(landing))

@@ -87,11 +87,11 @@ def accounting(expected: int, ids: Counter) -> dict:
 def check(lake: LakeLayout, manifest: dict) -> dict:
     bronze = accounting(manifest["events_total"], id_counts(lake.bronze_events))
     silver = {
-        event_type: accounting(info["events"] - info["incompatible_rows"], id_counts(lake.silver(event_type)))
+        event_type: accounting(info["events"], id_counts(lake.silver(event_type)))
         for event_type, info in sorted(manifest["event_types"].items())
     }
     reasons = Counter(DeltaTable(str(lake.bronze_quarantine)).to_pyarrow_table(columns=["reason"]).column(0).to_pylist())
-    expected_quarantine = dict(manifest["expected_quarantine"], incompatible_type=manifest["incompatible_rows_total"])
+    expected_quarantine = manifest["expected_quarantine"]
     return {
         "bronze": bronze,
         "silver": {

@@ -34,7 +34,7 @@ from bench_support import ProcessTreeSampler, machine
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.silver_stream import SilverSettings
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.commit_metadata import BatchCommitInfo

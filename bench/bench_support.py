@@ -33,9 +33,11 @@ class TreeUsage:
 
 
 class ProcessTreeSampler:
-    """Samples this process and all its descendants every `interval` seconds, in a thread."""
+    """Samples a process (`root`, default this one) and all its descendants every `interval`
+    seconds, in a thread."""
 
-    def __init__(self, interval: float = 0.5, exclude: set[int] | None = None) -> None:
+    def __init__(self, interval: float = 0.5, exclude: set[int] | None = None, root: int | None = None) -> None:
+        self.root = root
         self.interval = interval
         self.exclude = exclude if exclude is not None else set()
         self.usage = TreeUsage()
@@ -52,8 +54,12 @@ class ProcessTreeSampler:
         self._thread.join()
 
     def _tree(self) -> list[psutil.Process]:
-        root = psutil.Process()
-        processes = [p for p in [root] + root.children(recursive=True) if p.pid not in self.exclude]
+        try:
+            root = psutil.Process(self.root)
+            processes = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        processes = [p for p in processes if p.pid not in self.exclude]
         for process in processes:
             self._known.setdefault(process.pid, process)
         return [self._known[p.pid] for p in processes]

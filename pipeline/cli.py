@@ -1,13 +1,22 @@
-"""Pipeline subcommands: generate, run, demo. Spark is imported only inside handlers."""
+"""Pipeline subcommands: generate, run, demo, lake promote. Spark is imported only inside handlers."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from pipeline.event_groups import DEFAULT_TYPES_PER_GROUP
+from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
+from pipeline.silver.silver_stream import ON_INCOMPATIBLE
 from pipeline.generator import command as generate_command
-from streamops.cli_support import Subcommands, add_command, add_json_option, format_table, print_json
+from streamops.cli_support import (
+    Subcommands,
+    add_command,
+    add_json_option,
+    add_lake_option,
+    add_subcommands,
+    format_table,
+    print_json,
+)
 
 RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
@@ -25,10 +34,22 @@ ops console serves the lake. Ctrl-C stops all of it and exits 0.
 """
 
 
+PROMOTE_EXAMPLE = """examples:
+  streamops lake promote --lake lake --event-type match_end --field player.score --to double        (plan only)
+  streamops lake promote --lake lake --event-type match_end --field player.score --to double --yes
+
+Stop the pipeline first. The silver table is rewritten once with the wider type, the rescued
+values that now fit move back from _rescued_data into the column, and the schema registry
+records the promotion so later batches keep the wider type. Streams that read the silver table
+must restart from a new checkpoint (the rewrite is not an append).
+"""
+
+
 def register(subcommands: Subcommands) -> None:
-    """Add `streamops generate`, `streamops demo` and `streamops run`."""
+    """Add `streamops generate`, `streamops demo`, `streamops run` and `streamops lake promote`."""
     generate_command.register(subcommands)
     _add_demo(subcommands)
+    _add_lake(subcommands)
     run = add_command(
         subcommands,
         "run",
@@ -53,8 +74,9 @@ def register(subcommands: Subcommands) -> None:
         "--one-query-per-event-type", action="store_true", help="the seed's layout: one silver query per event type"
     )
     run.add_argument(
-        "--on-incompatible", choices=("quarantine", "fail_group"), default="quarantine",
-        help="what an incompatible type change does: quarantine its rows (default) or stop its group",
+        "--on-incompatible", choices=ON_INCOMPATIBLE, default="rescue",
+        help="fields a table cannot hold (type change, widening): keep them in _rescued_data (rescue, "
+        "default), quarantine their rows, or stop the group (fail_group)",
     )
     run.add_argument("--max-files-per-trigger", type=int, default=100, help="landing files per bronze batch")
     run.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="Delta connector")
@@ -81,6 +103,48 @@ def _add_demo(subcommands: Subcommands) -> None:
     demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
 
 
+def _add_lake(subcommands: Subcommands) -> None:
+    group = add_command(
+        subcommands,
+        "lake",
+        summary="offline maintenance of the lake's tables (promote a silver column)",
+        epilog="example:\n  streamops lake promote --lake lake --event-type match_end --field player.score --to double --yes",
+    )
+    promote = add_command(
+        add_subcommands(group, "lake_command"),
+        "promote",
+        summary="widen a silver column (e.g. long -> double) and move its rescued values back",
+        description="Rewrite silver/<event type> with a wider column type, offline, and record it in the schema registry.",
+        epilog=PROMOTE_EXAMPLE,
+        handler=_promote,
+    )
+    add_lake_option(promote)
+    promote.add_argument("--event-type", required=True, help="the silver table's event type")
+    promote.add_argument("--field", required=True, help="the JSON field as a dotted path, e.g. player.score")
+    promote.add_argument("--to", required=True, choices=("short", "integer", "long", "double"), help="the wider type")
+    promote.add_argument("--yes", action="store_true", help="rewrite the table (without it only the plan is shown)")
+    add_json_option(promote)
+
+
+def _promote(args: argparse.Namespace) -> int:
+    from pipeline.silver.column_promotion import plan_promotion, promote_column
+    from streamops.lake_layout import LakeLayout
+
+    lake = LakeLayout.at(args.lake)
+    result = promote_column(lake, args.event_type, args.field, args.to) if args.yes else plan_promotion(
+        lake, args.event_type, args.field, args.to
+    )
+    if args.json:
+        print_json({"applied": args.yes, **result.as_dict()})
+    elif args.yes:
+        print(f"{result.event_type}: `{result.column}` {result.old_type} -> {result.new_type}; "
+              f"{result.rows} rows rewritten, {result.rescued_moved} rescued values moved back")
+    else:
+        print(f"would rewrite silver/{result.event_type} with `{result.column}` {result.old_type} -> "
+              f"{result.new_type} and move its rescued values back; run again with --yes (pipeline stopped)")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from pipeline.demo import DemoOptions, run_demo
 
@@ -99,7 +163,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pipeline.lake_summary import summarize_lake
     from pipeline.pipeline_run import RunOptions, run_pipeline
-    from pipeline.silver_stream import SilverSettings
+    from pipeline.silver.silver_stream import SilverSettings
     from streamops.lake_layout import LakeLayout
 
     silver = SilverSettings(

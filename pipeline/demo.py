@@ -238,7 +238,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     """Run until Ctrl-C/SIGTERM or `options.duration`; 0 when every stream stayed healthy."""
     from pipeline.lake_summary import summarize_lake
     from pipeline.pipeline_run import RunOptions, run_pipeline
-    from pipeline.silver_stream import SilverSettings
+    from pipeline.silver.silver_stream import SilverSettings
 
     started = time.monotonic()
     workdir = options.workdir.expanduser().resolve()

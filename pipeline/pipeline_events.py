@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from monitor.fleet import TableCommit
-from pipeline.schema_alerts import SchemaAlert
-from pipeline.silver_schemas import SilverSchema
+from pipeline.registry.schema_alerts import SchemaAlert
+from pipeline.silver.silver_schemas import SilverSchema
 from streamops.lake_layout import BRONZE_STREAM, silver_stream
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
 from pipeline.pipeline_events import MonitorEvents
-from pipeline.silver_stream import SilverSettings
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
 from pipeline.supervisor import PipelineSettings, RunReport, Supervisor
 from streamops.lake_layout import LakeLayout

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.exceptions import JavaNotFoundError
-from pipeline.jvm_classifier import classifier_jar
+from pipeline.bronze.jvm_classifier import classifier_jar
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -46,6 +46,7 @@ def build_spark(
     from pyspark.sql import SparkSession
 
     from pipeline.delta_connector.delta_source import DeltaSource
+    from pipeline.delta_connector.lake_sink import LakeSink
 
     cores = os.cpu_count() or 2
     settings: dict[str, str] = {
@@ -58,6 +59,7 @@ def build_spark(
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG}",
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
+        "spark.sql.json.enablePartialResults": "true",
     }
     settings.update(conf or {})
     jar = classifier_jar()
@@ -71,4 +73,5 @@ def build_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(DeltaSource)
+    spark.dataSource.register(LakeSink)
     return spark

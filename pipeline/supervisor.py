@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import DeltaConnector
-from pipeline.event_groups import EventGroupsReader
-from pipeline.management_stream import ManagementBatchWriter, start_management
+from pipeline.registry.event_groups import EventGroupsReader
+from pipeline.registry.management_stream import ManagementBatchWriter, start_management
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from pipeline.query_restarts import QueryRestarts, Supervised, first_line
-from pipeline.schema_registry import SchemaRegistry
-from pipeline.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
+from pipeline.registry.schema_registry import SchemaRegistry
+from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
 
 if TYPE_CHECKING:

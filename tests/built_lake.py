@@ -29,7 +29,7 @@ def build_lake(spark, root: Path) -> BuiltLake:
     from pipeline.generator.run import generate
     from pipeline.generator.settings import GeneratorSettings
     from pipeline.pipeline_events import MonitorEvents
-    from pipeline.silver_stream import SilverSettings
+    from pipeline.silver.silver_stream import SilverSettings
     from pipeline.supervisor import PipelineSettings, Supervisor
 
     manifest = generate(

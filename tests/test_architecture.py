@@ -5,7 +5,7 @@
       ├── checkpoint_tools (inspect, correlate, doctor, rewind)
       └── monitor (listener, progress log, status, exporter)
             ▲
-            pipeline (bronze, silver, supervisor, generator, demo)
+            pipeline (bronze, registry, silver, delta_connector, generator, supervisor, demo)
               ▲
               dashboards (Grafana, Prometheus rules, the console)
                 ▲
@@ -165,13 +165,13 @@ def test_the_checker_sees_function_local_relative_and_package_imports(tmp_path):
     source.parent.mkdir(parents=True)
     source.write_text(
         "import os\nfrom . import sibling\nfrom ..top import name\n"
-        "def f():\n    from pipeline import jvm_classifier\n"
+        "def f():\n    from pipeline.bronze import jvm_classifier\n"
         "if True:\n    import monitor.fleet\n"
     )
     names = [name for name, _ in imported_names("pkg.sub.mod", source)]
-    assert names == ["os", "pkg.sub.sibling", "pkg.top.name", "pipeline.jvm_classifier", "monitor.fleet"]
+    assert names == ["os", "pkg.sub.sibling", "pkg.top.name", "pipeline.bronze.jvm_classifier", "monitor.fleet"]
     modules = all_modules()
-    assert resolve("pipeline.jvm_classifier", modules) == "pipeline.jvm_classifier"
+    assert resolve("pipeline.bronze.jvm_classifier", modules) == "pipeline.bronze.jvm_classifier"
     assert resolve("pipeline.cli.register", modules) == "pipeline.cli"
     assert resolve("os.path", modules) is None
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]

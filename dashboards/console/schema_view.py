@@ -69,9 +69,10 @@ def _alert_summary(alerts: pd.DataFrame | None) -> None:
     types = alerts["event_type"].nunique()
     st.warning(
         f"**{len(alerts)} incompatible schema change{'s' if len(alerts) > 1 else ''}** in {types} event "
-        f"type{'s' if types > 1 else ''}: their rows are in quarantine (reason `incompatible_type`) or their "
-        "group stopped (action `group_failed`). Fix the producer, or change the type on purpose "
-        "with a new event type.",
+        f"type{'s' if types > 1 else ''}: the values their tables cannot hold are kept in the rows' "
+        "`_rescued_data` (action `rescued`), or their rows are in quarantine (action `quarantined`, reason "
+        "`incompatible_type`), or their group stopped (action `group_failed`). Fix the producer, or widen "
+        "the column on purpose with `streamops lake promote`.",
         icon=":material/warning:",
     )
     with st.expander("All schema alerts"):

@@ -1,28 +1,39 @@
 """The seam between pipeline logic and the Delta implementation it runs on.
 
-`embedded` (the default) reads with the delta-rs streaming source and writes with the
-idempotent delta-rs writer; `native` uses delta-spark's `format("delta")` where a cluster has
-its JARs. The pipeline calls only these methods, so there is one implementation of bronze,
-silver and management whichever connector runs underneath.
+`embedded` (the default) reads with the delta-rs streaming source and writes a batch's rows
+from Spark's tasks through the executor-side sink (pipeline/delta_connector/lake_sink.py);
+`native` uses delta-spark's `format("delta")` where a cluster has its JARs. Either way a
+batch's rows never pass through the driver: `write_routes` hands Spark the DataFrame and gets
+back metadata. `write_batch` is for the pipeline's own small metadata tables (registry, event
+groups, schema alerts), whose rows the driver makes. The pipeline calls only these methods, so
+there is one implementation of bronze, silver and management whichever connector runs
+underneath.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Mapping, Protocol
 
 import pyarrow as pa
 
-from pipeline.delta_connector.batch_writer import WriteOutcome, committed_batch, write_batch
+from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
+from pipeline.delta_connector.batch_commit import committed_batch
+from pipeline.delta_connector.batch_report import BatchReport, TableReport
+from pipeline.delta_connector.batch_writer import WriteOutcome, write_batch
 from pipeline.delta_connector.delta_source import FORMAT_NAME
+from pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
+from pipeline.delta_connector.lake_sink import PLAN_OPTION
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import table_access
 from streamops.commit_metadata import BatchCommitInfo
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ConnectorName = Literal["embedded", "native"]
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -40,7 +51,12 @@ class DeltaConnector(Protocol):
         self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
     ) -> "DataFrame": ...
 
-    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome: ...
+    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+        """Driver-made rows of a small metadata table, exactly once per batch."""
+
+    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+        """Each row of `df` into the table of its `_route`, from Spark's tasks, exactly once per
+        batch; returns what was committed (metadata only)."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +77,21 @@ class EmbeddedDelta:
         with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
             return write_batch(table, data, commit)
 
+    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+        with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
+            planned = replace(plan, report_path=str(Path(scratch) / "report.json"))
+            df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
+            return BatchReport.load(planned.report_path)
+
 
 @dataclass(frozen=True)
 class NativeDelta:
-    """delta-spark's own source and sink, for clusters that have the Delta JARs."""
+    """delta-spark's own source and sink, for clusters that have the Delta JARs.
+
+    Not run in this repository's tests (no Delta JARs can be fetched here); it is kept to plain
+    delta-spark calls: one `format("delta")` append per table with txnAppId/txnVersion, which
+    delta-spark skips when the table already holds that version. The batch is persisted on the
+    executors for its count and its per-table appends, so it is computed once."""
 
     spark: "SparkSession"
     name: ConnectorName = "native"
@@ -83,9 +110,38 @@ class NativeDelta:
         done = committed_batch(table, commit.stream)
         if done is not None and done >= commit.batch_id:
             return WriteOutcome("skipped", rows=data.num_rows)
+        self._append(self.spark.createDataFrame(data), table, commit)
+        return WriteOutcome("written", rows=data.num_rows)
+
+    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+        from pyspark.sql import functions as F
+
+        df = df.persist()
+        try:
+            tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
+            counted = df.groupBy(ROUTE_COLUMN, tally.alias(TALLY_COLUMN)).count().collect()
+            tallies: dict[str, dict[str, int]] = {}
+            for row in counted:
+                tallies.setdefault(row[0], {})[row[1] or ""] = row[2]
+            if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
+                return BatchReport(tallies=tallies, halted=True)
+            tables: dict[str, TableReport] = {}
+            for route in plan.commit_order:
+                rows = sum(tallies.get(route, {}).values())
+                if not rows:
+                    tables[route] = TableReport("empty")
+                    continue
+                target = plan.tables[route]
+                routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target)
+                self._append(routed, Path(target.path), plan.commit)
+                tables[route] = TableReport("written", rows)
+            return BatchReport(tables=tables, tallies=tallies)
+        finally:
+            df.unpersist()
+
+    def _append(self, df: "DataFrame", table: Path, commit: BatchCommitInfo) -> None:
         (
-            self.spark.createDataFrame(data)
-            .write.format("delta")
+            df.write.format("delta")
             .mode("append")
             .option("mergeSchema", "true")
             .option("txnAppId", commit.stream)
@@ -93,7 +149,35 @@ class NativeDelta:
             .option("userMetadata", json.dumps(commit.to_custom_metadata(), sort_keys=True))
             .save(str(table))
         )
-        return WriteOutcome("written", rows=data.num_rows)
+
+
+def _native_rows(df: "DataFrame", target: TableTarget) -> "DataFrame":
+    """The table's columns in Spark: what the embedded sink's tasks make with Arrow."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    columns: list["Column"] = []
+    if target.rows == "typed_json":
+        parsed = F.from_json(F.col(str(target.payload_column)), StructType.fromJson(target.schema or {}))
+        columns += _flat_columns(parsed, target.schema or {"fields": []}, "")
+    for name, source in target.columns.items():
+        if source.endswith(TEXT_SUFFIX):
+            columns.append(F.expr(f"decode(`{source[: -len(TEXT_SUFFIX)]}`, 'UTF-8')").alias(name))
+        else:
+            columns.append(F.col(f"`{source}`").alias(name))
+    return df.select(*columns)
+
+
+def _flat_columns(parent: "Column", struct: dict, prefix: str) -> list["Column"]:
+    found = []
+    for field in struct["fields"]:
+        child = parent.getField(field["name"])
+        name = prefix + column_name(field["name"])
+        if isinstance(field["type"], dict) and field["type"].get("type") == "struct":
+            found += _flat_columns(child, field["type"], name + NESTED_SEPARATOR)
+        else:
+            found.append(child.alias(name))
+    return found
 
 
 def connector_for(name: str, spark: "SparkSession") -> DeltaConnector:

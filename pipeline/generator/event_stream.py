@@ -23,7 +23,7 @@ from pipeline.generator.event_catalog import EventTypeSpec, build_catalog
 from pipeline.generator.event_clock import SyntheticClock, WallClock
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.generator.value_builder import EventBuilder, compile_builder
-from pipeline.record_rules import EVENT_ID_FIELD, EVENT_TIME_FIELD, EVENT_TYPE_FIELD
+from pipeline.bronze.record_rules import EVENT_ID_FIELD, EVENT_TIME_FIELD, EVENT_TYPE_FIELD
 
 TITLE_FIELD = "title_id"
 HEADER_FIELDS = (EVENT_TYPE_FIELD, EVENT_ID_FIELD, EVENT_TIME_FIELD, TITLE_FIELD)

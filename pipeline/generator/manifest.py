@@ -17,6 +17,9 @@ from pipeline.generator.event_stream import HEADER_PATHS, EventStream, TypeTally
 from pipeline.generator.settings import GeneratorSettings
 
 MANIFEST_VERSION = 1
+RESCUED_STAGES = ("numeric_widening", "incompatible_type")
+"""Stages whose changed field the silver table cannot hold: under the default policy (rescue)
+those rows keep the value in `_rescued_data`."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ def build_manifest(settings: GeneratorSettings, stream: EventStream, files: list
         "events_total": sum(entry["events"] for entry in event_types.values()),
         "bad_total": sum(bad.values()),
         "incompatible_rows_total": sum(entry["incompatible_rows"] for entry in event_types.values()),
+        "rescued_rows_total": sum(entry["rescued_rows"] for entry in event_types.values()),
         "files": [
             {"name": f.name, "lines": f.lines, "bytes": f.bytes, "first_ordinal": f.first_ordinal}
             for f in files
@@ -88,6 +92,7 @@ def _type_entry(tally: TypeTally) -> dict[str, Any]:
         "first_file": tally.first_file,
         "variations": variations,
         "incompatible_rows": sum(s.events for s in emitted if s.stage.name == "incompatible_type"),
+        "rescued_rows": sum(s.events for s in emitted if s.stage.name in RESCUED_STAGES),
         "drift": [s.stage.step.kind for s in emitted if s.stage.step is not None],
     }
 

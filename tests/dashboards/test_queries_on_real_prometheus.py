@@ -51,7 +51,7 @@ from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.pipeline_events import MonitorEvents
-from pipeline.silver_stream import SilverSettings
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
 

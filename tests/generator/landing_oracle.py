@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.lake_layout import is_valid_event_type
 
 

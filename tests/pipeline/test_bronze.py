@@ -6,17 +6,18 @@ import json
 import os
 from pathlib import Path
 
-import pyarrow as pa
+from dataclasses import replace
+
 import pytest
 from deltalake import DeltaTable
 from pyspark.errors import StreamingQueryException
 
-from pipeline.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.pipeline_events import Unmonitored
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
-from pipeline.schema_registry import SchemaRegistry
-from streamops.commit_metadata import BatchCommitInfo
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from pipeline.registry.schema_registry import SchemaRegistry
 from streamops.lake_layout import LakeLayout
 
 
@@ -114,29 +115,31 @@ def test_registry_versions_follow_the_drift(spark, tmp_path):
     assert "p.id:integer" in first_a["variation_paths"]
     assert first_a["first_bronze_version"] == 1
     incompatible = registry[4]
-    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "double", "new_type": "string"}]
+    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "long", "new_type": "string"}], (
+        "a widening never changes the applied type: score stays long"
+    )
 
 
 class CrashBeforeBronze(EmbeddedDelta):
-    """Fails the batch after the registry and quarantine commits, before the bronze commit."""
+    """Fails the batch after the registry and quarantine commits, before the bronze commit: the
+    real write job runs with the bronze table left out of its plan."""
 
-    def __init__(self, bronze: Path) -> None:
-        super().__init__()
-        object.__setattr__(self, "bronze", bronze)
-
-    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo):
-        if table == self.bronze:
-            raise RuntimeError("simulated crash before the bronze commit")
-        return super().write_batch(table, data, commit)
+    def write_routes(self, df, plan: WritePlan):
+        quarantine_only = replace(
+            plan, tables={QUARANTINE_ROUTE: plan.tables[QUARANTINE_ROUTE]}, commit_order=(QUARANTINE_ROUTE,)
+        )
+        super().write_routes(df, quarantine_only)
+        raise RuntimeError("simulated crash before the bronze commit")
 
 
 def test_batch_replayed_after_crash_before_bronze_commit_duplicates_nothing(spark, tmp_path):
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_file(landing, "1.ndjson", [event("a", i, v=i) for i in range(4)] + [b"{oops", event("b", 0, w="x")])
     with pytest.raises(StreamingQueryException, match="simulated crash"):
-        run_bronze(spark, lake, landing, connector=CrashBeforeBronze(lake.bronze_events))
+        run_bronze(spark, lake, landing, connector=CrashBeforeBronze())
     assert len(rows(lake.schema_registry)) == 2, "the registry committed before the crash"
     assert rows(lake.bronze_events) == []
+    assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["malformed_json"], "quarantine committed"
 
     run_bronze(spark, lake, landing)
     registry = rows(lake.schema_registry)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
@@ -15,8 +16,9 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
 
-from pipeline.delta_connector.batch_writer import SchemaMismatchError, write_batch
-from pipeline.delta_connector.connector import connector_for
+from pipeline.delta_connector.batch_writer import write_batch
+from pipeline.delta_connector.connector import EmbeddedDelta, connector_for
+from pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
@@ -214,27 +216,60 @@ def test_schema_merge_keeps_the_table_id(tmp_path):
     assert [f.name for f in dt.schema().fields] == ["id", "new", "nested"]
 
 
-def test_wider_values_widen_the_table_instead_of_becoming_null(tmp_path):
-    """delta-rs alone writes 1.5 into a long column as null; the writer widens the table first."""
-    table = tmp_path / "sink"
-    write_batch(table, pa.table({"score": [1, 2], "name": ["a", "b"]}), BatchCommitInfo("s", 0))
-    table_id = DeltaTable(str(table)).metadata().id
-    write_batch(table, pa.table({"score": [1.5], "name": ["c"]}), BatchCommitInfo("s", 1))
-    write_batch(table, pa.table({"score": pa.array([7], pa.int32()), "name": ["d"]}), BatchCommitInfo("s", 2))
-    dt = DeltaTable(str(table))
-    assert dt.metadata().id == table_id
-    assert sorted(dt.to_pyarrow_table().column("score").to_pylist()) == [1.0, 1.5, 2.0, 7.0]
-    assert dt.transaction_version("s") == 2
-    widen_commit = next(h for h in dt.history() if h.get("streamops.operation") == "WIDEN COLUMN TYPES")
-    assert widen_commit["streamops.widened"] == {"score": "double"}
+def routed_frame(spark, rows: list[tuple[str, int, str]]):
+    """(route, id, name) rows, three tasks: what a pipeline stream hands the sink."""
+    return spark.createDataFrame(rows, "_route string, id long, name string").repartition(3)
 
 
-def test_lossy_type_change_is_an_error_not_a_null(tmp_path):
-    table = tmp_path / "sink"
-    write_batch(table, pa.table({"level": [1]}), BatchCommitInfo("s", 0))
-    with pytest.raises(SchemaMismatchError, match="column `level`"):
-        write_batch(table, pa.table({"level": ["L5"]}), BatchCommitInfo("s", 1))
-    assert DeltaTable(str(table)).to_pyarrow_table().column("level").to_pylist() == [1]
+def sink_plan(tmp_path: Path, batch_id: int, **extra) -> WritePlan:
+    tables = {
+        "a": TableTarget(str(tmp_path / "a"), columns={"id": "id", "name": "name"}),
+        "b": TableTarget(str(tmp_path / "b"), columns={"id": "id"}),
+    }
+    return WritePlan(BatchCommitInfo("s", batch_id, "q-1"), tables, ("b", "a"), "", **extra)
+
+
+def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_stats(spark, tmp_path):
+    rows = [("a", i, f"n{i}") for i in range(40)] + [("b", i, None) for i in range(7)]
+    report = EmbeddedDelta().write_routes(routed_frame(spark, rows), sink_plan(tmp_path, 0))
+    assert (report.tables["a"].status, report.tables["a"].rows, report.tables["b"].rows) == ("written", 40, 7)
+    a = DeltaTable(str(tmp_path / "a"))
+    assert sorted(a.to_pyarrow_table().column("id").to_pylist()) == list(range(40))
+    assert a.transaction_version("s") == 0 and a.history(1)[0][commit_metadata.QUERY_ID] == "q-1"
+    adds = [json.loads(line)["add"] for line in (tmp_path / "a" / "_delta_log" / f"{a.version():020d}.json").read_text().splitlines() if '"add"' in line]
+    assert 1 <= len(adds) <= 3, "one file per task that had rows"
+    stats = [json.loads(add["stats"]) for add in adds]
+    assert sum(s["numRecords"] for s in stats) == 40
+    assert min(s["minValues"]["id"] for s in stats) == 0 and max(s["maxValues"]["id"] for s in stats) == 39
+
+    again = EmbeddedDelta().write_routes(routed_frame(spark, rows), sink_plan(tmp_path, 0))
+    assert again.tables["a"].status == "skipped" and DeltaTable(str(tmp_path / "a")).version() == a.version()
+    on_disk = {p.name for p in (tmp_path / "a").glob("*.parquet")}
+    assert on_disk == {add["path"] for add in adds}, "a replay's files are deleted, nothing is left behind"
+
+
+def test_the_sink_adds_new_columns_with_a_metadata_commit_and_refuses_a_type_change(spark, tmp_path):
+    sink = EmbeddedDelta()
+    sink.write_routes(routed_frame(spark, [("b", 1, None)]), sink_plan(tmp_path, 0))
+    table_id = DeltaTable(str(tmp_path / "b")).metadata().id
+    wider = replace(sink_plan(tmp_path, 1), tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"})}, commit_order=("b",))
+    sink.write_routes(routed_frame(spark, [("b", 2, "x")]), wider)
+    b = DeltaTable(str(tmp_path / "b"))
+    assert b.metadata().id == table_id and [f.name for f in b.schema().fields] == ["id", "name"]
+    assert sorted(b.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "name": None}, {"id": 2, "name": "x"}]
+    assert [h["operation"] for h in b.history()] == ["WRITE", "WRITE", "WRITE", "CREATE TABLE"]
+    retyped = replace(wider, tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "name"})})
+    with pytest.raises(Exception, match="streamops never rewrites a table"):
+        sink.write_routes(routed_frame(spark, [("b", 3, "y")]), replace(retyped, commit=BatchCommitInfo("s", 2)))
+    assert DeltaTable(str(tmp_path / "b")).count() == 2
+
+
+def test_held_rows_stop_a_halting_batch_before_anything_is_committed(spark, tmp_path):
+    rows = [("a", 1, "x"), ("hold", 2, "y")]
+    report = EmbeddedDelta().write_routes(routed_frame(spark, rows), sink_plan(tmp_path, 0, halt_on_held_rows=True))
+    assert report.halted and report.tallies["hold"] == {"": 1}
+    assert not DeltaTable.is_deltatable(str(tmp_path / "a")) or DeltaTable(str(tmp_path / "a")).count() == 0
+    assert not list((tmp_path / "a").glob("*.parquet")), "the attempt's files are deleted"
 
 
 def test_native_connector_without_delta_jars_is_a_one_line_error(spark):

@@ -1,4 +1,4 @@
-"""The event-group heuristic (pipeline/event_groups.py): new types join the least-loaded group
+"""The event-group heuristic (pipeline/registry/event_groups.py): new types join the least-loaded group
 with room, ties go to the lowest group name, a full fleet opens a new group, and an assignment
 never moves, so each silver table keeps one writer."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from deltalake import write_deltalake
 
-from pipeline.event_groups import (
+from pipeline.registry.event_groups import (
     EventGroupsReader,
     assign_groups,
     assignment_rows,

@@ -7,12 +7,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline import jvm_classifier
-from pipeline.bronze_classifier import BatchClassifier
-from pipeline.bronze_stream import BronzeSettings, classify_lines
+from pipeline.bronze import jvm_classifier
+from pipeline.bronze.bronze_classifier import BatchClassifier
+from pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 
 COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason", "payload"]
 

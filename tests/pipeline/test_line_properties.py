@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile_lines import hostile_lines, landing_lines
-from pipeline.bronze_classifier import judge_line, strip_bom
+from pipeline.bronze.bronze_classifier import judge_line, strip_bom
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.pipeline_events import Unmonitored
-from pipeline.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
-from pipeline.schema_registry import NewVariation, SchemaRegistry
-from pipeline.schema_variation import variation_paths
-from pipeline.silver_schemas import silver_schemas
-from pipeline.silver_stream import SilverGroupWriter, SilverSettings, group_rows
-from pipeline.strict_json import loads
+from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from pipeline.registry.schema_registry import NewVariation, SchemaRegistry
+from pipeline.registry.schema_variation import variation_paths
+from pipeline.silver.silver_schemas import silver_schemas
+from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
+from pipeline.bronze.strict_json import loads
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
 
@@ -94,13 +94,9 @@ def test_every_accepted_line_reaches_silver_or_is_quarantined_with_a_reason(spar
         )
     )
     writer = SilverGroupWriter(lake, EmbeddedDelta(), "g0001", SilverSettings(), Unmonitored())
-    result = writer.commit_batch(
-        group_rows(bronze, schemas).toArrow(), schemas, BatchCommitInfo(stream="silver_g0001", batch_id=0)
-    )
-    incompatible = Counter(
-        v.event_type for v in accepted if v.schema_hash in schemas[v.event_type].incompatible
-    )
-    assert result.quarantined == sum(incompatible.values())
-    assert result.rows_by_type == {
-        t: n - incompatible[t] for t, n in Counter(v.event_type for v in accepted).items() if n > incompatible[t]
-    }
+    result = writer.write(bronze, schemas, BatchCommitInfo(stream="silver_g0001", batch_id=0))
+    assert result.quarantined == 0, "unfit fields are rescued, nothing is unprocessable"
+    assert result.rows_by_type == dict(Counter(v.event_type for v in accepted))
+    unfit = Counter(v.event_type for v in accepted if v.schema_hash in schemas[v.event_type].unfit)
+    assert sum(a.rows_affected for a in result.alerts if a.field == min(
+        c.path for c in schemas[a.event_type].unfit[a.variation_hash])) == sum(unfit.values())

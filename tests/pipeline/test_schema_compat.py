@@ -1,4 +1,4 @@
-from pipeline.schema_compat import evolve
+from pipeline.registry.schema_compat import evolve, promote, prune, unfit, without
 
 
 def struct(*fields):
@@ -25,11 +25,31 @@ def test_added_top_level_and_nested_fields_evolve():
     assert [f["name"] for f in result.schema["fields"][1]["type"]["fields"]] == ["id", "guild"]
 
 
-def test_numeric_widening_evolves():
+def test_numeric_widening_is_reported_and_the_column_keeps_its_type():
     result = evolve(struct(("score", "long")), struct(("score", "double")))
     assert result.kind == "widened"
-    assert result.schema["fields"][0]["type"] == "double"
+    assert result.schema["fields"][0]["type"] == "long", "a wider type would rewrite the table"
     assert result.widened[0].as_dict() == {"path": "score", "old_type": "long", "new_type": "double"}
+    assert unfit(result) == result.widened
+
+
+def test_prune_and_without_split_a_schema_at_nested_and_array_paths():
+    items = {"type": "array", "elementType": struct(("id", "long"), ("x", "string")), "containsNull": True}
+    schema = struct(("a", "long"), ("p", struct(("level", "long"), ("id", "long"))), ("items", items))
+    paths = ["p.level", "items[].x"]
+    kept = prune(schema, paths)
+    assert [f["name"] for f in kept["fields"]] == ["p", "items"]
+    assert [f["name"] for f in kept["fields"][0]["type"]["fields"]] == ["level"]
+    assert [f["name"] for f in kept["fields"][1]["type"]["elementType"]["fields"]] == ["x"]
+    rest = without(schema, paths)
+    assert [f["name"] for f in rest["fields"][1]["type"]["fields"]] == ["id"]
+    assert [f["name"] for f in rest["fields"][2]["type"]["elementType"]["fields"]] == ["id"]
+    assert without(schema, ["p"])["fields"] == schema["fields"][:1] + schema["fields"][2:]
+
+
+def test_promote_sets_the_wider_type_at_a_path():
+    schema = struct(("p", struct(("score", "long"))))
+    assert promote(schema, "p.score", "double")["fields"][0]["type"]["fields"][0]["type"] == "double"
 
 
 def test_narrower_value_fits_the_wider_column():

@@ -1,7 +1,7 @@
 import pytest
 
-from pipeline.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
-from pipeline.strict_json import loads, structural_depth
+from pipeline.registry.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
+from pipeline.bronze.strict_json import loads, structural_depth
 
 
 def sig(text: str) -> str:

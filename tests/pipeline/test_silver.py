@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -12,15 +13,19 @@ from deltalake import DeltaTable
 from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
-from pipeline.column_names import NESTED_SEPARATOR
+from pipeline.silver.column_names import NESTED_SEPARATOR
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
-from pipeline.silver_stream import SilverSettings
+from pipeline.registry.schema_compat import field_type
+from pipeline.registry.schema_registry import SchemaRegistry
+from pipeline.silver.silver_schemas import silver_schemas
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
+from streamops.cli import main
 from streamops.lake_layout import LakeLayout
 
 STAGE_TO_CHANGE_KIND = {
@@ -64,10 +69,8 @@ def test_lake_holds_exactly_what_the_manifest_says(drained):
     assert report.failures == {}
     summary = summarize_lake(lake)
     assert summary.bronze_rows == manifest["events_total"]
-    expected = {t: v["events"] - v["incompatible_rows"] for t, v in manifest["event_types"].items()}
-    assert summary.silver_rows == expected
+    assert summary.silver_rows == {t: v["events"] for t, v in manifest["event_types"].items()}
     quarantine = dict(manifest["expected_quarantine"])
-    quarantine["incompatible_type"] = manifest["incompatible_rows_total"]
     assert summary.quarantine_by_reason == {k: v for k, v in quarantine.items() if v}
     assert summary.bronze_rows + sum(manifest["expected_quarantine"].values()) == manifest["lines_total"]
 
@@ -108,28 +111,36 @@ def test_every_drift_kind_ends_in_the_right_silver_schema(drained):
             if variation["stage"] in ("new_attribute_top", "new_attribute_nested"):
                 added = new_leaf_columns(previous, variation["paths"])
                 assert added and added <= set(schema), (event_type, change, added)
-            elif variation["stage"] == "numeric_widening":
-                assert str(schema[column_name(change["path"])]) == 'PrimitiveType("double")'
-            elif variation["stage"] == "incompatible_type":
+            elif variation["stage"] in ("numeric_widening", "incompatible_type"):
                 assert str(schema[column_name(change["path"])]) == 'PrimitiveType("long")', "keeps its type"
             previous = variation["paths"]
         assert not any(str(t).startswith("Struct") for t in schema.values()), "nested attributes are flat columns"
 
 
-def test_incompatible_changes_are_quarantined_and_alerted(drained):
+def test_values_a_column_cannot_hold_are_rescued_and_alerted(drained):
     lake, manifest, _ = drained
-    alerts = table_rows(lake.schema_alerts)
     per_type = Counter()
-    for alert in alerts:
+    for alert in table_rows(lake.schema_alerts):
         per_type[alert["event_type"]] += alert["rows_affected"]
-        assert (alert["field"], alert["old_type"], alert["new_type"], alert["action"]) == (
-            "player.level", "long", "string", "quarantined"
-        )
-    expected = {t: v["incompatible_rows"] for t, v in manifest["event_types"].items() if v["incompatible_rows"]}
+        assert alert["action"] == "rescued"
+        assert (alert["old_type"], alert["new_type"]) in (("long", "string"), ("long", "double"))
+    expected = {t: v["rescued_rows"] for t, v in manifest["event_types"].items() if v["rescued_rows"]}
     assert dict(per_type) == expected
-    quarantined = [r for r in table_rows(lake.bronze_quarantine) if r["reason"] == "incompatible_type"]
-    assert Counter(r["event_type"] for r in quarantined) == Counter(expected)
-    assert all(json.loads(r["raw_text"])["player"]["level"].startswith("L") for r in quarantined)
+    for event_type, info in manifest["event_types"].items():
+        stages = {v["stage"]: v["change"] for v in info["variations"]}
+        rows = table_rows(lake.silver(event_type))
+        rescued = [r for r in rows if r["_rescued_data"] is not None]
+        assert len(rescued) == info["rescued_rows"], event_type
+        if "incompatible_type" in stages:
+            for row in rescued:
+                data = json.loads(row["_rescued_data"])
+                assert data["player"]["level"].startswith("L") and data["_file_path"] == row["_source_file"]
+                assert row["player__level"] is None, "a value is in its column or rescued, never both"
+        if "numeric_widening" in stages:
+            metric = stages["numeric_widening"]["path"]
+            assert all(isinstance(json.loads(r["_rescued_data"])[metric], float) for r in rescued)
+    history = [h.get("operation") for t in manifest["event_types"] for h in DeltaTable(str(lake.silver(t))).history()]
+    assert set(history) <= {"WRITE", "CREATE TABLE"}, "appends and schema changes only, never a rewrite"
 
 
 def test_every_silver_row_traces_back_to_bronze(drained):
@@ -176,3 +187,54 @@ def test_fail_group_stops_only_the_group_with_the_incompatible_change(spark, tmp
     assert silver_count(lake, "a") == 1 and silver_count(lake, "b") == 2
     alert = table_rows(lake.schema_alerts)
     assert [(a["event_type"], a["field"], a["action"]) for a in alert] == [("a", "level", "group_failed")]
+
+
+def test_quarantine_policy_quarantines_the_rows_a_table_cannot_hold(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_events(landing, "1.ndjson", [event("a", 0, level=1, score=2)])
+    write_events(landing, "2.ndjson", [event("a", 1, level="L1", score=2), event("a", 2, level=3, score=2.5)])
+    report = supervisor(spark, lake, landing, types_per_group=1, on_incompatible="quarantine").run_until_idle()
+    assert report.failures == {}
+    assert sorted(r["event_id"] for r in table_rows(lake.silver("a"))) == ["a-0"]
+    quarantined = sorted((r["reason"], r["detail"]) for r in table_rows(lake.bronze_quarantine))
+    assert quarantined == [("incompatible_type", "level: long -> string"), ("incompatible_type", "score: long -> double")]
+    assert {a["action"] for a in table_rows(lake.schema_alerts)} == {"quarantined"}
+
+
+def test_promoting_a_column_moves_its_rescued_values_back_and_keeps_the_wider_type(drained, tmp_path, capsys):
+    lake, manifest, _ = drained
+    event_type, metric = next(
+        (t, v["change"]["path"])
+        for t, info in sorted(manifest["event_types"].items())
+        for v in info["variations"]
+        if v["stage"] == "numeric_widening"
+    )
+    copy = LakeLayout.at(tmp_path / "lake")
+    shutil.copytree(lake.root, copy.root)
+    before = {r["event_id"]: r for r in table_rows(copy.silver(event_type))}
+    command = ["lake", "promote", "--lake", str(copy.root), "--event-type", event_type, "--field", metric, "--to", "double", "--json"]
+
+    assert main(command) == 0
+    assert json.loads(capsys.readouterr().out)["applied"] is False
+    assert {r["event_id"]: r for r in table_rows(copy.silver(event_type))} == before, "without --yes nothing changes"
+
+    assert main([*command, "--yes"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    after = {r["event_id"]: r for r in table_rows(copy.silver(event_type))}
+    assert set(after) == set(before)
+    rescued = {i for i, r in before.items() if r["_rescued_data"] and metric in json.loads(r["_rescued_data"])}
+    assert rescued and done["rescued_moved"] == len(rescued) and done["rows"] == len(before)
+    for event_id, row in after.items():
+        old = before[event_id]
+        expected = json.loads(old["_rescued_data"])[metric] if event_id in rescued else old[metric]
+        assert row[metric] == (None if expected is None else float(expected)) and isinstance(row[metric], (float, type(None)))
+        assert row["_rescued_data"] is None or metric not in json.loads(row["_rescued_data"])
+
+    registry = SchemaRegistry.load(copy.schema_registry)
+    assert field_type(registry.applied_schema(event_type), metric) == "double"
+    assert not any(c.path == metric for cs in silver_schemas(registry, [event_type])[event_type].unfit.values() for c in cs)
+
+    assert main([*command, "--yes"]) == 0, "a second run finds the work done"
+    again = json.loads(capsys.readouterr().out)
+    assert (again["rows"], again["recorded"]) == (0, False)
+    assert [r["change_kind"] for r in table_rows(copy.schema_registry)].count("promoted") == 1

@@ -20,7 +20,7 @@ from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
 from pipeline.pipeline_events import Unmonitored
 from pipeline.query_restarts import MAX_BACKOFF_SECONDS, QueryRestarts, backoff_seconds
-from pipeline.silver_stream import SilverSettings
+from pipeline.silver.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
 

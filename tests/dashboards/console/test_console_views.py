@@ -194,8 +194,9 @@ def test_schema_view_shows_the_incompatible_change_alert(console, built_lake):
     at = open_page(console, lake, "schema_view.py", event_type=incompatible)
     assert "incompatible schema change" in at.warning[0].value
     shown = frame(at, "field", "rows_affected", without="event_type")
-    assert list(shown["field"]) == [a["field"] for a in alerts] == ["player.level"]
-    assert list(shown["rows_affected"]) == [manifest["event_types"][incompatible]["incompatible_rows"]]
+    assert list(shown["field"]) == [a["field"] for a in alerts] and "player.level" in set(shown["field"])
+    level = shown[shown["field"] == "player.level"]
+    assert level["rows_affected"].sum() == manifest["event_types"][incompatible]["incompatible_rows"]
 
 
 # -- quarantine and groups ------------------------------------------------------------------------
@@ -206,8 +207,7 @@ def test_quarantine_counts_match_the_manifest_and_records_show_their_text(consol
     at = open_page(console, lake, "quarantine_view.py", reason="malformed_json")
     counts = frame(at, "rows").groupby("reason")["rows"].sum().to_dict()
     expected = {k: v for k, v in manifest["expected_quarantine"].items() if v}
-    expected["incompatible_type"] = manifest["incompatible_rows_total"]
-    assert counts == expected
+    assert counts == expected, "incompatible values are rescued in silver, not quarantined (the default policy)"
     records = frame(at, "raw_text")
     assert set(records["reason"]) == {"malformed_json"} and len(records) == expected["malformed_json"]
     raw = {r["raw_text"] for r in table(lake.bronze_quarantine) if r["reason"] == "malformed_json"}

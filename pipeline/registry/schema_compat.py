@@ -6,11 +6,17 @@ registry uses it to name a change, silver uses it to decide what to evolve and w
 quarantine.
 
 - added: a field (top level or nested) that the old schema lacks -> evolve
-- widened: int -> long, int/long -> double, float -> double, a struct gaining fields -> evolve
+- widened: int -> long, int/long -> double, float -> double -> reported, but the column keeps
+  its type: changing it would rewrite the table, which breaks every stream that reads it. The
+  values go to `_rescued_data` (or quarantine, or stop the group, by policy) until an operator
+  promotes the column offline (`promote`, below; `streamops lake promote`)
 - incompatible: any other type change (number -> string, struct -> scalar, ...) -> keep the
-  old type; the rows that carry the new type are quarantined (or the group fails, by policy)
+  old type; handled like a widening
 - incompatible too: a new field that would land in a column the table already has under
-  another name (`userId` then `userid`; `a.b` then `a__b`: see pipeline/column_names.py)
+  another name (`userId` then `userid`; `a.b` then `a__b`: see pipeline/silver/column_names.py)
+
+`unfit(evolution)` is what a table with the old schema cannot hold of the new one; `prune` and
+`without` cut a schema down to, or remove, those paths (silver reads each part with its own).
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.column_names import NESTED_SEPARATOR, column_name, folded
+from pipeline.silver.column_names import NESTED_SEPARATOR, column_name, folded
 
 ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
 
-_WIDENINGS: dict[str, frozenset[str]] = {
+WIDENINGS: dict[str, frozenset[str]] = {
     "byte": frozenset({"short", "integer", "long", "double"}),
     "short": frozenset({"integer", "long", "double"}),
     "integer": frozenset({"long", "double"}),
@@ -169,10 +175,102 @@ def _merge_type(
         if old["type"] == "array":
             element = _merge_type(old["elementType"], new["elementType"], path + "[]", None, columns, changes)
             return dict(old, elementType=element, containsNull=True)
-    if isinstance(old, str) and isinstance(new, str) and new in _WIDENINGS.get(old, frozenset()):
-        changes.widened.append(FieldChange(path, old, new))
+    if old == "void":
         return new
-    if new == "void" or (isinstance(new, str) and isinstance(old, str) and old in _WIDENINGS.get(new, frozenset())):
+    if isinstance(old, str) and isinstance(new, str) and new in WIDENINGS.get(old, frozenset()):
+        changes.widened.append(FieldChange(path, old, new))
+        return old
+    if new == "void" or (isinstance(new, str) and isinstance(old, str) and old in WIDENINGS.get(new, frozenset())):
         return old
     changes.incompatible.append(FieldChange(path, type_name(old), type_name(new)))
     return old
+
+
+def unfit(evolution: SchemaEvolution) -> tuple[FieldChange, ...]:
+    """The changes a table with the old schema cannot hold: widened and incompatible fields."""
+    return evolution.widened + evolution.incompatible
+
+
+def promote(schema: dict[str, Any] | str, path: str, wider: str) -> dict[str, Any]:
+    """`schema` with the field at `path` (dotted, `[]` for array elements) of type `wider`."""
+    return _rewrite(_as_dict(schema), path, lambda field_type: wider)
+
+
+def field_type(schema: dict[str, Any] | str, path: str) -> str | None:
+    """The scalar type name of the field at dotted `path` (struct fields only), or None."""
+    data_type: Any = _as_dict(schema)
+    for name in path.split("."):
+        if not isinstance(data_type, dict) or data_type.get("type") != "struct":
+            return None
+        data_type = next((f["type"] for f in data_type["fields"] if f["name"] == name), None)
+    return data_type if isinstance(data_type, str) else None
+
+
+def prune(schema: dict[str, Any] | str, paths: list[str]) -> dict[str, Any]:
+    """Only the fields at `paths` (and the structs that lead to them)."""
+    return _select(_as_dict(schema), paths, keep=True)
+
+
+def without(schema: dict[str, Any] | str, paths: list[str]) -> dict[str, Any]:
+    """Every field but those at `paths`."""
+    return _select(_as_dict(schema), paths, keep=False)
+
+
+def _split(name: str, paths: list[str]) -> tuple[bool, list[str]]:
+    """Whether `name` itself is one of `paths`, and the paths below it (relative)."""
+    exact = name in paths
+    below = [p[len(name) :].removeprefix(".") for p in paths if p.startswith(name + ".") or p.startswith(name + "[]")]
+    return exact, below
+
+
+def _select(struct: dict[str, Any], paths: list[str], keep: bool) -> dict[str, Any]:
+    fields = []
+    for field in struct["fields"]:
+        exact, below = _split(field["name"], paths)
+        if exact:
+            if keep:
+                fields.append(field)
+            continue
+        if not below:
+            if not keep:
+                fields.append(field)
+            continue
+        child = _select_type(field["type"], below, keep)
+        if child is not None:
+            fields.append(dict(field, type=child))
+    return {"type": "struct", "fields": fields}
+
+
+def _select_type(data_type: Any, paths: list[str], keep: bool) -> Any:
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        selected = _select(data_type, paths, keep)
+        return selected if selected["fields"] or not keep else None
+    if isinstance(data_type, dict) and data_type.get("type") == "array":
+        element_paths = [p.removeprefix("[]").removeprefix(".") for p in paths if p.startswith("[]")]
+        if "" in element_paths:
+            return data_type if keep else None
+        element = _select_type(data_type["elementType"], element_paths, keep)
+        return None if element is None else dict(data_type, elementType=element)
+    return data_type if not keep else None
+
+
+def _rewrite(struct: dict[str, Any], path: str, change: Any) -> dict[str, Any]:
+    fields = []
+    for field in struct["fields"]:
+        exact, below = _split(field["name"], [path])
+        if exact:
+            field = dict(field, type=change(field["type"]))
+        elif below:
+            field = dict(field, type=_rewrite_type(field["type"], below[0], change))
+        fields.append(field)
+    return {"type": "struct", "fields": fields}
+
+
+def _rewrite_type(data_type: Any, path: str, change: Any) -> Any:
+    if isinstance(data_type, dict) and data_type.get("type") == "struct":
+        return _rewrite(data_type, path, change)
+    if isinstance(data_type, dict) and data_type.get("type") == "array" and path.startswith("[]"):
+        rest = path.removeprefix("[]").removeprefix(".")
+        element = change(data_type["elementType"]) if not rest else _rewrite_type(data_type["elementType"], rest, change)
+        return dict(data_type, elementType=element)
+    return data_type

@@ -23,7 +23,7 @@ import org.apache.spark.sql.api.java.UDF3;
 
 /**
  * Classifies one landing line inside Spark's JVM: the same rules, reasons and schema-variation
- * hash as pipeline/bronze_classifier.py (the reference, and the fallback where no JDK is
+ * hash as pipeline/bronze/bronze_classifier.py (the reference, and the fallback where no JDK is
  * installed), without sending every line through a Python worker. The test
  * tests/pipeline/test_jvm_classifier.py checks the two agree on every generated bad kind and drift.
  *
@@ -32,7 +32,7 @@ import org.apache.spark.sql.api.java.UDF3;
  * UTF-8, structural depth, NUL) before Jackson sees the line, so no parser limit or encoding
  * detection decides anything; then strict JSON; then the event rules; then the rules judged once
  * per shape (repeated keys, numbers beyond 64-bit, keys that cannot be columns, the same as
- * pipeline/column_names.py); last, lone UTF-16 surrogate escapes. Nothing a line holds makes this
+ * pipeline/silver/column_names.py); last, lone UTF-16 surrogate escapes. Nothing a line holds makes this
  * function throw: anything unforeseen is quarantined as `unprocessable`.
  * Events of one variation share a shape (keys in order, value kinds), so the hash is computed
  * once per shape and looked up afterwards. The shape is kept as a 128-bit fingerprint (two
@@ -139,7 +139,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
   /**
    * What the bytes say before any parsing: where UTF-8 breaks, the deepest nesting of brackets
    * outside strings, raw NUL bytes, and \\u escapes that leave a UTF-16 surrogate unpaired. The
-   * Python reference computes the same (pipeline/strict_json.py).
+   * Python reference computes the same (pipeline/bronze/strict_json.py).
    */
   private static final class ByteScan {
     int invalidUtf8At = -1;
@@ -394,7 +394,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     }
   }
 
-  // -- once per shape: the verdict and the signature (pipeline/schema_variation.py) --------------
+  // -- once per shape: the verdict and the signature (pipeline/registry/schema_variation.py) --------------
 
   /** A shape's verdict: its variation hash, or the reason its events cannot be stored. */
   private static final class Verdict {

@@ -25,8 +25,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.column_names import unusable_key
-from pipeline.strict_json import DUPLICATE_KEYS, OutOfRange
+from pipeline.silver.column_names import unusable_key
+from pipeline.bronze.strict_json import DUPLICATE_KEYS, OutOfRange
 
 _DICT = dict
 _LIST = list

@@ -3,7 +3,7 @@ PySpark's own jars (no Maven), cached by source hash, and registered as a SQL fu
 
 Classifying in the JVM keeps every landing line out of Python workers, which is most of the
 cost of bronze (see BENCHMARKS.md). Where no JDK is installed the pipeline uses the Python
-classifier (pipeline/bronze_classifier.py), whose results are the reference the JVM one is
+classifier (pipeline/bronze/bronze_classifier.py), whose results are the reference the JVM one is
 tested against.
 """
 

@@ -2,8 +2,8 @@
 
 The generator produces one bad-record kind per bronze reason and the tests check the
 quarantine table against its manifest, so reasons and limits are defined only here. The README
-("One judgement per line") states each rule; both classifiers (pipeline/bronze_classifier.py and
-pipeline/jvm/BronzeLineClassifier.java) apply them in the order of `QuarantineReason`.
+("One judgement per line") states each rule; both classifiers (pipeline/bronze/bronze_classifier.py and
+pipeline/bronze/jvm/BronzeLineClassifier.java) apply them in the order of `QuarantineReason`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ names that are equal ignoring case are one column. An event whose keys would lan
 twice, on a column the pipeline reserves, or from an empty key (which Spark's inference drops),
 cannot be stored without losing a value: the classifiers quarantine it as `unusable_key`
 (decided once per shape, so it costs nothing per line).
-The JVM classifier (pipeline/jvm/BronzeLineClassifier.java) mirrors these rules exactly.
+The JVM classifier (pipeline/bronze/jvm/BronzeLineClassifier.java) mirrors these rules exactly.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from pipeline.column_names import CORRUPT_RECORD_COLUMN
+from pipeline.silver.column_names import CORRUPT_RECORD_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -12,7 +12,9 @@ Two schemas per type, for two questions:
 - the *applied* schema answers "what type does the silver table keep": the fold of
   `schema_compat.evolve` over each variation's own schema in arrival order (`seen_order`), so
   the first type seen wins, added and widened fields evolve it, incompatible ones do not.
-  A variation's `change_kind` is what it did to the applied schema.
+  A variation's `change_kind` is what it did to the applied schema. A row of change_kind
+  `promoted` (written by `streamops lake promote`, pipeline/silver/column_promotion.py) is no
+  variation: its schema *is* the applied schema from then on (a column made wider, offline).
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from deltalake import DeltaTable
 
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.lake_tables import table_access
-from pipeline.payload_parser import arrow_schema
-from pipeline.schema_compat import evolve
-from pipeline.schema_inference import infer_isolated
-from pipeline.schema_variation import variation_paths
-from pipeline.strict_json import loads
+from pipeline.delta_connector.typed_rows import arrow_schema
+from pipeline.registry.schema_compat import evolve
+from pipeline.registry.schema_inference import infer_isolated
+from pipeline.registry.schema_variation import variation_paths
+from pipeline.bronze.strict_json import loads
 from streamops.delta_read import read_delta
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ REGISTRY_SCHEMA = pa.schema(
 )
 EMPTY_STRUCT: dict[str, Any] = {"type": "struct", "fields": []}
 REGISTRY_STAGE = "registry"
+PROMOTED = "promoted"
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,13 @@ class SchemaRegistry:
             self._by_type.setdefault(entry.event_type, []).append(entry)
             self._known.add((entry.event_type, entry.variation_hash))
             previous = self._applied.get(entry.event_type)
-            self._applied[entry.event_type] = evolve(previous, json.loads(entry.variation_schema_json)).schema
+            schema = json.loads(entry.variation_schema_json)
+            self._applied[entry.event_type] = schema if entry.change_kind == PROMOTED else evolve(previous, schema).schema
             self._count += 1
+
+    def known(self) -> set[tuple[str, str]]:
+        """Every registered (event type, variation hash)."""
+        return set(self._known)
 
     def is_known(self, event_type: str, variation_hash: str) -> bool:
         return (event_type, variation_hash) in self._known
@@ -219,7 +227,7 @@ class SchemaRegistry:
 
     def _prototypes(self, event_type: str, fresh: list[NewVariation]) -> dict[str, list[str]]:
         """Inference keys of one type: its superset over every prototype, and each new variation's own."""
-        known = [e.prototype for e in self._by_type.get(event_type, ())]
+        known = [e.prototype for e in self._by_type.get(event_type, ()) if e.change_kind != PROMOTED]
         keys = {"S:" + event_type: known + [v.prototype for v in fresh]}
         keys.update({"V:" + v.variation_hash: [v.prototype] for v in fresh})
         return keys

@@ -1,11 +1,11 @@
 """Classifies raw landing lines inside Spark's Python workers (`mapInArrow`): the reference.
 
 Each line comes out once, either as an event (type, id, time, variation hash, payload) or with
-a quarantine reason and a short detail, by the rules of pipeline/record_rules.py applied in
+a quarantine reason and a short detail, by the rules of pipeline/bronze/record_rules.py applied in
 order: byte rules first (empty, size, UTF-8, structural depth), then strict parsing
-(pipeline/strict_json.py), then the event rules, then the rules judged once per shape, then lone
+(pipeline/bronze/strict_json.py), then the event rules, then the rules judged once per shape, then lone
 surrogate escapes (README, "One judgement per line", lists every rule). The JVM
-classifier (pipeline/jvm_classifier.py) must agree line for line; a test holds them to it.
+classifier (pipeline/bronze/jvm_classifier.py) must agree line for line; a test holds them to it.
 A line no rule expected to fail on is quarantined as `unprocessable`, never raised.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from pipeline.record_rules import (
+from pipeline.bronze.record_rules import (
     EVENT_ID_FIELD,
     EVENT_TIME_FIELD,
     EVENT_TYPE_FIELD,
@@ -24,8 +24,8 @@ from pipeline.record_rules import (
     MAX_RECORD_BYTES,
     UTF8_BOM,
 )
-from pipeline.schema_variation import VariationCache
-from pipeline.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
+from pipeline.registry.schema_variation import VariationCache
+from pipeline.bronze.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
 from streamops.lake_layout import is_valid_event_type
 
 CLASSIFIED_SCHEMA = (

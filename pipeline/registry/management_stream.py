@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from pipeline.batch_context import batch_commit_info
 from pipeline.batch_function import batch_function
-from pipeline.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
-from pipeline.schema_registry import RegistryReader
+from pipeline.registry.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
+from pipeline.registry.schema_registry import RegistryReader
 from streamops.lake_layout import MANAGEMENT_STREAM, LakeLayout
 
 if TYPE_CHECKING:

@@ -2,9 +2,10 @@
 
 The applied schema comes from the registry (the fold of `evolve` over the type's variations in
 arrival order), a pure function of the registry: every silver batch, and every replay,
-computes the same schema without state of its own. A variation is incompatible when evolving
-the applied schema by the variation's own schema reports an incompatible change; its rows are
-quarantined (or stop the group).
+computes the same schema without state of its own. A variation is *unfit* when the applied
+schema cannot hold some of its fields (a type change, a widening, or a name that lands on an
+existing column: `schema_compat.unfit`); by policy those fields go to `_rescued_data`, or its
+rows are quarantined, or the group stops.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.payload_parser import arrow_schema
-from pipeline.schema_compat import FieldChange, evolve
-from pipeline.schema_registry import SchemaRegistry
+from pipeline.delta_connector.typed_rows import arrow_schema
+from pipeline.registry.schema_compat import FieldChange, evolve, unfit
+from pipeline.registry.schema_registry import PROMOTED, SchemaRegistry
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,10 @@ class SilverSchema:
     applied: dict[str, Any]
     arrow: pa.Schema
     variation_first_bronze_version: dict[str, int] = field(default_factory=dict)
-    incompatible: dict[str, tuple[FieldChange, ...]] = field(default_factory=dict)
-    """Variation hash -> the changes that make it incompatible with `applied`."""
+    unfit: dict[str, tuple[FieldChange, ...]] = field(default_factory=dict)
+    """Variation hash -> the changes of its fields that `applied` cannot hold."""
+    variation_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Variation hash -> its own schema (Spark's inference of its prototype), for unfit ones."""
 
 
 def silver_schemas(registry: SchemaRegistry, event_types: list[str]) -> dict[str, SilverSchema]:
@@ -38,17 +41,20 @@ def silver_schemas(registry: SchemaRegistry, event_types: list[str]) -> dict[str
         if not entries:
             continue
         applied = registry.applied_schema(event_type)
-        incompatible = {}
-        for entry in entries:
-            changes = evolve(applied, json.loads(entry.variation_schema_json)).incompatible
+        changed, own = {}, {}
+        for entry in (e for e in entries if e.change_kind != PROMOTED):
+            variation = json.loads(entry.variation_schema_json)
+            changes = unfit(evolve(applied, variation))
             if changes:
-                incompatible[entry.variation_hash] = changes
+                changed[entry.variation_hash] = changes
+                own[entry.variation_hash] = variation
         schemas[event_type] = SilverSchema(
             event_type=event_type,
             schema_version=registry.latest_version(event_type),
             applied=applied,
             arrow=arrow_schema(applied),
             variation_first_bronze_version={e.variation_hash: e.first_bronze_version for e in entries},
-            incompatible=incompatible,
+            unfit=changed,
+            variation_schemas=own,
         )
     return schemas

@@ -1,8 +1,8 @@
 """`_system/schema_alerts`: every incompatible change a silver stream met, and what it did.
 
 One row per (batch, event type, field change): the rows it affected in that batch and the
-action taken (`quarantined`, or `group_failed` under on_incompatible=fail_group). Rows are
-appended with the silver stream's txn, so a replayed batch does not alert twice.
+action taken (`rescued` into `_rescued_data`, the default; `quarantined`; or `group_failed` under
+on_incompatible=fail_group). Rows are appended with the silver stream's txn, so a replayed batch does not alert twice.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Iterable, Literal
 
 import pyarrow as pa
 
-AlertAction = Literal["quarantined", "group_failed"]
+AlertAction = Literal["rescued", "quarantined", "group_failed"]
 
 SCHEMA_ALERTS_SCHEMA = pa.schema(
     [

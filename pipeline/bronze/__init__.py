@@ -1,0 +1,1 @@
+"""Landing to bronze: the line classifiers (JVM and Python reference), their record rules, and the bronze stream."""

@@ -1,0 +1,265 @@
+"""The bronze stream: landing NDJSON files -> bronze/events, bronze/quarantine, schema registry.
+
+Each micro-batch is classified in Spark's executors and kept there (persisted) for two jobs: a
+small aggregation that brings the batch's new schema variations to the driver (one prototype
+each), and the write, whose tasks write bronze and quarantine files and whose commit makes the
+Delta commits. Commits come in a fixed order: schema registry first (so no bronze row's schema
+is ever unknown downstream), then quarantine, then bronze. Every commit is txn-idempotent for
+(appId "bronze", batch id): a batch replayed after a crash at any point between those commits
+writes only what is missing. Invariant: bronze rows + quarantine rows = input lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Literal
+
+from deltalake import DeltaTable
+
+from pipeline.bronze import jvm_classifier
+from pipeline.batch_function import batch_function
+from pipeline.batch_context import batch_commit_info
+from pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from pipeline.delta_connector.batch_writer import create_table
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
+from pipeline.exceptions import PipelineConfigError
+from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
+from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
+from pipeline.bronze.record_rules import UTF8_BOM
+from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
+from streamops.commit_metadata import BatchCommitInfo
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pipeline.delta_connector.connector import DeltaConnector
+
+
+Classifier = Literal["auto", "jvm", "python"]
+
+
+@dataclass(frozen=True)
+class BronzeSettings:
+    landing: Path
+    trigger_seconds: float = 5.0
+    max_files_per_trigger: int = 100
+    limits: RecordLimits = RecordLimits()
+    available_now: bool = False
+    classifier: Classifier = "auto"
+    """`auto`: the JVM classifier when the JDK could build it, else the Python one."""
+
+
+class BronzeBatchWriter:
+    """The foreachBatch function of the bronze stream: Spark jobs and metadata, no rows."""
+
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: "DeltaConnector",
+        registry: SchemaRegistry,
+        events: PipelineEvents,
+        after_batch: Callable[[BronzeBatchResult], None] | None = None,
+    ) -> None:
+        self.lake = lake
+        self.connector = connector
+        self.registry = registry
+        self.events = events
+        self.after_batch = after_batch
+
+    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+        spark = df.sparkSession
+        commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
+        ingest_time = datetime.now(timezone.utc)
+        classified = df.withColumn(ARRIVAL_COLUMN, _arrival()).persist()
+        try:
+            new = self._new_variations(classified)
+            with table_access(self.lake.bronze_events, "read"):
+                next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+            registration = self.registry.register(spark, self.connector, new, next_version, commit)
+            rows = bronze_routes(classified, batch_id, ingest_time, registration.rejected)
+            report = self.connector.write_routes(rows, bronze_plan(self.lake, commit))
+        finally:
+            classified.unpersist()
+        result = BronzeBatchResult(
+            batch_id=batch_id,
+            bronze_rows=report.rows(EVENTS_ROUTE),
+            quarantined={r: n for r, n in report.tallies.get(QUARANTINE_ROUTE, {}).items() if n},
+            new_variations=len(registration.entries),
+        )
+        events = report.tables.get(EVENTS_ROUTE)
+        self.events.bronze_committed(result, events.newest if events is not None else None)
+        if self.after_batch:
+            self.after_batch(result)
+
+    def _new_variations(self, classified: "DataFrame") -> list[NewVariation]:
+        """Unknown variations, each with its first message, in arrival order: one small
+        aggregation job whose result (a row per new variation) is all that reaches the driver.
+
+        Arrival is (file modification time, file path, position in the file): a landing file is
+        read by one task in line order, so Spark's monotonically increasing id orders its lines,
+        and a replay of the batch plans the same files into the same tasks.
+        """
+        from pyspark.sql import functions as F
+
+        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
+        known = [f"{t}{KEY_SEPARATOR}{h}" for t, h in self.registry.known()]
+        fresh = classified.where(F.col("quarantine_reason").isNull())
+        if known:
+            fresh = fresh.where(~key.isin(known))
+        firsts = (
+            fresh.groupBy("event_type", "schema_hash")
+            .agg(F.min(ARRIVAL_COLUMN).alias("arrival"), F.min_by("payload", ARRIVAL_COLUMN).alias("prototype"))
+            .collect()
+        )
+        firsts.sort(key=lambda row: tuple(row["arrival"]))
+        return [NewVariation(r["event_type"], r["schema_hash"], bytes(r["prototype"]).decode("utf-8")) for r in firsts]
+
+
+KEY_SEPARATOR = "\x00"
+ARRIVAL_COLUMN = "_arrival"
+EVENTS_ROUTE = "events"
+QUARANTINE_ROUTE = "quarantine"
+EVENT_COLUMNS = {
+    "event_type": "event_type",
+    "event_id": "event_id",
+    "event_time": "event_time",
+    "schema_hash": "schema_hash",
+    "payload": "payload_text",
+    "ingest_time": "ingest_time",
+    "source_file": "source_file",
+    "batch_id": "batch_id",
+}
+QUARANTINE_COLUMNS = {
+    "stream": "stream",
+    "batch_id": "batch_id",
+    "reason": "reason",
+    "detail": "detail",
+    "event_type": "event_type",
+    "schema_hash": "schema_hash",
+    "raw_text": "payload" + TEXT_SUFFIX,
+    "raw_bytes": "payload",
+    "source_file": "source_file",
+    "ingest_time": "ingest_time",
+}
+
+
+def _arrival() -> "Column":
+    from pyspark.sql import functions as F
+
+    return F.struct(F.col("source_mtime"), F.col("source_file"), F.monotonically_increasing_id())
+
+
+def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
+    """Quarantine commits before bronze: a replay after a crash between them finds the
+    quarantine's txn and writes only bronze."""
+    return WritePlan(
+        commit=commit,
+        tables={
+            QUARANTINE_ROUTE: TableTarget(str(lake.bronze_quarantine), columns=QUARANTINE_COLUMNS),
+            EVENTS_ROUTE: TableTarget(str(lake.bronze_events), columns=EVENT_COLUMNS, time_column="event_time"),
+        },
+        commit_order=(QUARANTINE_ROUTE, EVENTS_ROUTE),
+        report_path="",
+    )
+
+
+def bronze_routes(
+    classified: "DataFrame", batch_id: int, ingest_time: datetime, rejected: dict[tuple[str, str], str]
+) -> "DataFrame":
+    """Every classified line as a bronze or quarantine row (`_route`), built in Spark. Rows of a
+    variation the registry rejected go to quarantine as `unprocessable`."""
+    from pyspark.sql import functions as F
+
+    reason, detail = F.col("quarantine_reason"), F.col("quarantine_detail")
+    if rejected:
+        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
+        why = F.create_map(*[F.lit(x) for (t, h), d in sorted(rejected.items())
+                             for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")])[key]
+        reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
+        detail = F.coalesce(detail, why)
+    return classified.select(
+        F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE)).alias(ROUTE_COLUMN),
+        reason.alias(TALLY_COLUMN),
+        reason.alias("reason"),
+        detail.alias("detail"),
+        "event_type",
+        "event_id",
+        "event_time",
+        "schema_hash",
+        "payload",
+        F.col("payload").cast("string").alias("payload_text"),
+        "source_file",
+        F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
+        F.lit(batch_id).cast("long").alias("batch_id"),
+        F.lit(BRONZE_STREAM).alias("stream"),
+    )
+
+
+def create_bronze_tables(lake: LakeLayout) -> None:
+    create_table(lake.bronze_events, BRONZE_SCHEMA)
+    create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
+
+
+def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSettings) -> "DataFrame":
+    """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible."""
+    from pyspark.sql import functions as F
+
+    use_jvm = settings.classifier != "python" and jvm_classifier.register(spark)
+    if settings.classifier == "jvm" and not use_jvm:
+        raise PipelineConfigError(
+            "the JVM classifier needs a JDK (`javac`) to build it: install openjdk-17-jdk-headless "
+            "or use the python classifier"
+        )
+    if not use_jvm:
+        return lines.mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
+    limits = settings.limits
+    bom = UTF8_BOM.hex().upper()
+    payload = F.expr(f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END")
+    call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
+    return lines.select(payload.alias("value"), "source_file", "source_mtime").select(call.alias("c"), "value", "source_file", "source_mtime").select(
+        "c.event_type",
+        "c.event_id",
+        "c.event_time_text",
+        "c.schema_hash",
+        F.col("value").alias("payload"),
+        "source_file",
+        "source_mtime",
+        "c.quarantine_reason",
+        "c.quarantine_detail",
+    )
+
+
+def start_bronze(
+    spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
+) -> "StreamingQuery":
+    from pyspark.sql import functions as F
+
+    settings.landing.mkdir(parents=True, exist_ok=True)
+    create_bronze_tables(lake)
+    lines = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
+        .load(str(settings.landing))
+        .select(
+            F.col("value").cast("binary").alias("value"),
+            F.col("_metadata.file_path").alias("source_file"),
+            F.col("_metadata.file_modification_time").alias("source_mtime"),
+        )
+    )
+    classified = (
+        classify_lines(spark, lines, settings)
+        .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
+        .drop("event_time_text")
+    )
+    stream = classified.writeStream.queryName(BRONZE_STREAM).foreachBatch(batch_function(writer)).option(
+        "checkpointLocation", str(lake.checkpoint(BRONZE_STREAM))
+    )
+    if settings.available_now:
+        stream = stream.trigger(availableNow=True)
+    else:
+        stream = stream.trigger(processingTime=f"{settings.trigger_seconds} seconds")
+    return stream.start()

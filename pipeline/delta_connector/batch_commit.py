@@ -1,0 +1,132 @@
+"""One Delta commit per table for the files a micro-batch's tasks wrote: the driver's half of
+the executor-side write.
+
+Each commit appends the batch's files with a `txn` action (appId = stream, version = batch id),
+the mechanism of delta-spark's txnAppId/txnVersion and of kafka-delta-ingest: a table that
+already holds that version (a replay after a crash) gets nothing, and the attempt's files are
+deleted. Columns the table lacks are added first by a metadata-only commit (delta-rs
+`create_write_transaction` does not change the schema), so every commit of a table is an append
+or a schema change, never a rewrite, and any stream can read it. A column whose type differs
+from the table's is an error: files are only ever written in the table's types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Literal
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import AddAction, CommitProperties, Transaction
+
+from pipeline.delta_connector.data_files import DataFile, delete_quietly
+from pipeline.exceptions import PipelineConfigError
+from streamops.commit_metadata import PREFIX, BatchCommitInfo
+
+CommitStatus = Literal["written", "skipped", "empty"]
+SCHEMA_OPERATION = "ADD COLUMNS"
+
+
+class SchemaMismatchError(PipelineConfigError):
+    """Data has a column whose type differs from the table's: appending it would lose values."""
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    status: CommitStatus
+    version: int | None = None
+    rows: int = 0
+
+
+def committed_batch(table: str | Path, app_id: str) -> int | None:
+    """The highest batch id this stream has committed to the table, or None."""
+    if not DeltaTable.is_deltatable(str(table)):
+        return None
+    return DeltaTable(str(table)).transaction_version(app_id)
+
+
+def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
+    """Append `files` to `table` exactly once for (commit.stream, commit.batch_id)."""
+    if not files:
+        return TableCommit("empty")
+    schema = pa.ipc.read_schema(pa.py_buffer(files[0].schema))
+    rows = sum(f.rows for f in files)
+    if not DeltaTable.is_deltatable(table):
+        DeltaTable.create(table, schema=schema, mode="ignore")
+    existing = DeltaTable(table)
+    done = existing.transaction_version(commit.stream)
+    if done is not None and done >= commit.batch_id:
+        delete_files(files)
+        return TableCommit("skipped", rows=rows)
+    merged = _merge_schema(existing, [pa.ipc.read_schema(pa.py_buffer(s)) for s in {f.schema for f in files}], commit)
+    existing.create_write_transaction(
+        [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files],
+        "append",
+        merged,
+        commit_properties=CommitProperties(
+            custom_metadata=commit.to_custom_metadata(),
+            app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
+        ),
+    )
+    return TableCommit("written", version=DeltaTable(table).version(), rows=rows)
+
+
+def delete_files(files: Iterable[DataFile]) -> None:
+    for data_file in files:
+        delete_quietly(str(Path(data_file.table) / data_file.path))
+
+
+def _merge_schema(table: DeltaTable, schemas: list[pa.Schema], commit: BatchCommitInfo) -> pa.Schema:
+    """The table's schema with the files' new columns added by a metadata-only commit."""
+    current = pa.schema(table.schema().to_arrow())
+    merged = current
+    for schema in schemas:
+        merged = _with_columns(merged, schema, table.table_uri)
+    if merged.equals(current):
+        return current
+    write_deltalake(
+        table,
+        merged.empty_table(),
+        mode="append",
+        schema_mode="merge",
+        commit_properties=CommitProperties(
+            custom_metadata={PREFIX + "operation": SCHEMA_OPERATION, PREFIX + "stream": commit.stream}
+        ),
+    )
+    return pa.schema(table.schema().to_arrow())
+
+
+def _with_columns(current: pa.Schema, incoming: pa.Schema, table: str) -> pa.Schema:
+    fields = list(current)
+    for field in incoming:
+        index = current.get_field_index(field.name)
+        if index < 0:
+            fields.append(field.with_nullable(True))
+            continue
+        merged_type = _merged_type(current.field(field.name).type, field.type)
+        if merged_type is None:
+            raise SchemaMismatchError(
+                f"column `{field.name}` of `{table}` is {current.field(field.name).type} but the batch has "
+                f"{field.type}; streamops never rewrites a table to change a type: promote the column with "
+                "`streamops lake promote` (see the README)"
+            )
+        fields[index] = fields[index].with_type(merged_type)
+    return pa.schema(fields)
+
+
+def _merged_type(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
+    """`old` with `new`'s nested fields added; None when the two are different types."""
+    if old.equals(new) or _same_text(old, new):
+        return old
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        merged = _with_columns(pa.schema(list(old)), pa.schema(list(new)), "")
+        return pa.struct(list(merged))
+    if (pa.types.is_list(old) or pa.types.is_large_list(old)) and (pa.types.is_list(new) or pa.types.is_large_list(new)):
+        element = _merged_type(old.value_type, new.value_type)
+        return None if element is None else pa.list_(old.value_field.with_type(element))
+    return None
+
+
+def _same_text(a: pa.DataType, b: pa.DataType) -> bool:
+    return {a, b} <= {pa.string(), pa.large_string(), pa.string_view()}

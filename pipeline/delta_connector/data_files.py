@@ -1,0 +1,160 @@
+"""Parquet data files written by a Spark task, each with what its Delta add action needs.
+
+A task streams its rows of one table into one file (`DataFileBuilder`), keeping Delta's
+per-file statistics as it goes (numRecords, and minValues/maxValues/nullCount per top-level
+column, the fields Delta's data skipping reads); closing it yields a picklable `DataFile` that
+travels to the driver in the task's commit message. Statistics follow delta-spark's rules
+where they matter for correctness: strings longer than 32 characters get no max (a truncated
+max would be too small), timestamps are kept to milliseconds with the max rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+STRING_STATS_PREFIX = 32
+
+
+@dataclass(frozen=True)
+class DataFile:
+    table: str
+    path: str
+    """Relative to the table root, as the add action records it."""
+    size: int
+    rows: int
+    stats: str
+    modification_time: int
+    schema: bytes
+    """The file's Arrow schema (IPC bytes): the commit merges it into the table's schema."""
+    newest: float | None = None
+    """Unix seconds of the newest value of the target's time column, if it has one."""
+
+
+@dataclass
+class _ColumnStats:
+    nulls: int = 0
+    low: Any = None
+    high: Any = None
+    has_range: bool = True
+
+
+@dataclass
+class DataFileBuilder:
+    table: str
+    schema: pa.Schema
+    time_column: str | None = None
+    name: str = field(default_factory=lambda: f"part-{uuid.uuid4()}-c000.snappy.parquet")
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        os.makedirs(self.table, exist_ok=True)
+        self._writer = pq.ParquetWriter(os.path.join(self.table, self.name), self.schema, compression="snappy")
+        self._stats = {f.name: _ColumnStats(has_range=_ranged(f.type)) for f in self.schema}
+        self._newest: float | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        table = table.select(self.schema.names).cast(self.schema)
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+        for name, stats in self._stats.items():
+            column = table.column(name)
+            stats.nulls += column.null_count
+            if stats.has_range and column.null_count < len(column):
+                low, high = pc.min_max(column).values()
+                stats.low = _lower(stats.low, low.as_py())
+                stats.high = _higher(stats.high, high.as_py())
+        if self.time_column is not None:
+            newest = pc.max(table.column(self.time_column)).as_py()
+            if newest is not None:
+                seconds = newest.timestamp()
+                self._newest = seconds if self._newest is None else max(self._newest, seconds)
+
+    def close(self) -> DataFile:
+        self._writer.close()
+        full = os.path.join(self.table, self.name)
+        return DataFile(
+            table=self.table,
+            path=self.name,
+            size=os.path.getsize(full),
+            rows=self.rows,
+            stats=delta_stats(self.rows, self._stats),
+            modification_time=int(time.time() * 1000),
+            schema=self.schema.serialize().to_pybytes(),
+            newest=self._newest,
+        )
+
+    def discard(self) -> None:
+        self._writer.close()
+        delete_quietly(os.path.join(self.table, self.name))
+
+
+def delete_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _ranged(data_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(data_type)
+        or pa.types.is_floating(data_type)
+        or pa.types.is_string(data_type)
+        or pa.types.is_large_string(data_type)
+        or pa.types.is_timestamp(data_type)
+        or pa.types.is_date(data_type)
+    )
+
+
+def _lower(current: Any, value: Any) -> Any:
+    return value if current is None or (value is not None and value < current) else current
+
+
+def _higher(current: Any, value: Any) -> Any:
+    return value if current is None or (value is not None and value > current) else current
+
+
+def delta_stats(rows: int, columns: dict[str, _ColumnStats]) -> str:
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    for name, stats in columns.items():
+        low, high = _stat_value(stats.low, upper=False), _stat_value(stats.high, upper=True)
+        if low is not None:
+            minimum[name] = low
+        if high is not None:
+            maximum[name] = high
+    nulls = {name: stats.nulls for name, stats in columns.items()}
+    return orjson.dumps({"numRecords": rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls}).decode()
+
+
+def _stat_value(value: Any, upper: bool) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        if len(value) <= STRING_STATS_PREFIX:
+            return value
+        return None if upper else value[:STRING_STATS_PREFIX]
+    if isinstance(value, datetime):
+        utc = value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        millis = utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+        if upper and millis != utc:
+            millis += timedelta(milliseconds=1)
+        return millis.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis.microsecond // 1000:03d}Z"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value

@@ -1,0 +1,186 @@
+"""The executor-side Delta writer: a PySpark Python data source that writes a micro-batch's rows
+as Parquet files in Spark's tasks and commits them on the driver, one txn commit per table.
+
+    df.write.format("streamops_sink").mode("append").option("plan", plan.to_json()).save()
+
+Where each method runs (PySpark 4.2, `DataSourceArrowWriter`): `write()` in the executors'
+Python workers, once per partition, with Arrow batches of the partition's rows; it splits them
+by `_route`, writes one file per table and returns the files' add actions with statistics (and
+row tallies): only that metadata reaches the driver. `commit()` runs in a Python worker on the
+driver once every task succeeded and makes the commits (pipeline/delta_connector/batch_commit.py)
+in the plan's order, then leaves a `BatchReport` for the caller. `abort()` deletes the files of
+a failed attempt; files of a retried task that never reached a commit are unreferenced and
+VACUUM removes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from pipeline.delta_connector.batch_commit import commit_files, delete_files
+from pipeline.delta_connector.batch_report import BatchReport, TableReport
+from pipeline.delta_connector.data_files import DataFile, DataFileBuilder
+from pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
+from pipeline.exceptions import PipelineConfigError
+
+FORMAT_NAME = "streamops_sink"
+PARSE_STAGE = "silver_parse"
+PLAN_OPTION = "plan"
+
+
+@dataclass
+class FilesWritten(WriterCommitMessage):
+    files: list[DataFile] = field(default_factory=list)
+    tallies: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class LakeSink(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def writer(self, schema: StructType, overwrite: bool) -> "LakeSinkWriter":
+        return LakeSinkWriter(self._plan())
+
+    def _plan(self) -> WritePlan:
+        text = self.options.get(PLAN_OPTION)
+        if not text:
+            raise PipelineConfigError(f"the {self.name()} sink needs its write plan: .option('{PLAN_OPTION}', plan.to_json())")
+        return WritePlan.from_json(text)
+
+
+class LakeSinkWriter(DataSourceArrowWriter):
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+        self._schemas: dict[str, pa.Schema] = {}
+
+    def __getstate__(self) -> dict:
+        return {"plan": self.plan, "_schemas": {}}
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesWritten:
+        builders: dict[str, DataFileBuilder] = {}
+        tallies: dict[str, dict[str, int]] = {}
+        try:
+            for batch in iterator:
+                for route, rows in split_routes(pa.Table.from_batches([batch])):
+                    _tally(tallies, route, rows)
+                    target = self.plan.tables.get(route)
+                    if target is None:
+                        continue
+                    for table_route, table_rows in self.table_rows(route, target, rows):
+                        self._builder(builders, table_route, table_rows.schema).write(table_rows)
+            return FilesWritten([b.close() for b in builders.values() if b.rows], tallies)
+        except BaseException:
+            for builder in builders.values():
+                builder.discard()
+            raise
+
+    def table_rows(self, route: str, target: TableTarget, rows: pa.Table) -> Iterator[tuple[str, pa.Table]]:
+        """Rows of one route as rows of its table, and rejected rows as rows of its reject route."""
+        if target.rows == "columns":
+            yield route, project_columns(rows, target.columns)
+            return
+        parsed = parse_json_rows(rows.column(str(target.payload_column)), self._arrow_schema(route, target))
+        if parsed.errors:
+            yield from self._rejected(target, rows.filter(pc.invert(parsed.accepted)), parsed.errors)
+            rows = rows.filter(parsed.accepted)
+        if rows.num_rows:
+            flat = flat_table(parsed.table)
+            extra = project_columns(rows, target.columns)
+            yield route, pa.Table.from_arrays(flat.columns + extra.columns, names=flat.column_names + extra.column_names)
+
+    def _arrow_schema(self, route: str, target: TableTarget) -> pa.Schema:
+        if route not in self._schemas:
+            self._schemas[route] = arrow_schema(target.schema or {"type": "struct", "fields": []})
+        return self._schemas[route]
+
+    def _rejected(self, target: TableTarget, rows: pa.Table, errors: list[str]) -> Iterator[tuple[str, pa.Table]]:
+        """Rows whose payload did not parse, as rows of the reject route: reason `unprocessable`."""
+        if target.reject_route is None:
+            raise PipelineConfigError(f"{len(errors)} rows did not parse and `{target.path}` has no reject route")
+        reject = self.plan.tables[target.reject_route]
+        reason, detail = reject.columns["reason"], reject.columns["detail"]
+        rows = rows.set_column(rows.schema.get_field_index(reason), reason, pa.array(["unprocessable"] * rows.num_rows))
+        details = pa.array([f"stage {PARSE_STAGE}: {e}" for e in errors], pa.string())
+        rows = rows.set_column(rows.schema.get_field_index(detail), detail, details)
+        yield target.reject_route, project_columns(rows, reject.columns)
+
+    def _builder(self, builders: dict[str, DataFileBuilder], route: str, schema: pa.Schema) -> DataFileBuilder:
+        if route not in builders:
+            target = self.plan.tables[route]
+            builders[route] = DataFileBuilder(target.path, schema, target.time_column)
+        return builders[route]
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        files: dict[str, list[DataFile]] = {}
+        tallies: dict[str, dict[str, int]] = {}
+        for message in messages:
+            if isinstance(message, FilesWritten):
+                for data_file in message.files:
+                    files.setdefault(_route_of(self.plan, data_file), []).append(data_file)
+                for route, counts in message.tallies.items():
+                    for value, rows in counts.items():
+                        tallies.setdefault(route, {})[value] = tallies.get(route, {}).get(value, 0) + rows
+        held = any(route not in self.plan.tables for route in tallies)
+        if held and self.plan.halt_on_held_rows:
+            delete_files(f for routed in files.values() for f in routed)
+            BatchReport(tallies=tallies, halted=True).save(self.plan.report_path)
+            return
+        tables: dict[str, TableReport] = {}
+        for route in self.plan.commit_order:
+            routed = files.get(route, [])
+            done = commit_files(self.plan.tables[route].path, routed, self.plan.commit)
+            newest = [f.newest for f in routed if f.newest is not None]
+            tables[route] = TableReport(done.status, done.rows, len(routed), done.version, max(newest) if newest else None)
+        BatchReport(tables=tables, tallies=tallies).save(self.plan.report_path)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        delete_files(f for m in messages if isinstance(m, FilesWritten) for f in m.files)
+
+
+def _route_of(plan: WritePlan, data_file: DataFile) -> str:
+    return next(route for route, target in plan.tables.items() if target.path == data_file.table)
+
+
+def split_routes(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
+    """(route, its rows) for each route in the batch, in one sort."""
+    if table.num_rows == 0:
+        return
+    routes = table.column(ROUTE_COLUMN)
+    if routes.null_count:
+        raise PipelineConfigError(f"rows without a `{ROUTE_COLUMN}` reached the sink")
+    ordered = table.take(pc.sort_indices(routes))
+    runs = pc.run_end_encode(ordered.column(ROUTE_COLUMN).combine_chunks())
+    start = 0
+    for route, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist()):
+        yield route, ordered.slice(start, end - start)
+        start = end
+
+
+def _tally(tallies: dict[str, dict[str, int]], route: str, rows: pa.Table) -> None:
+    counts = tallies.setdefault(route, {})
+    if TALLY_COLUMN not in rows.column_names:
+        counts[""] = counts.get("", 0) + rows.num_rows
+        return
+    for item in pc.value_counts(rows.column(TALLY_COLUMN).combine_chunks()).to_pylist():
+        key = item["values"] if item["values"] is not None else ""
+        counts[key] = counts.get(key, 0) + item["counts"]
+
+
+def project_columns(rows: pa.Table, columns: dict[str, str]) -> pa.Table:
+    """Table column -> source column; `source:text` decodes binary as UTF-8 with replacement."""
+    arrays = []
+    for source in columns.values():
+        if source.endswith(TEXT_SUFFIX):
+            raw = rows.column(source[: -len(TEXT_SUFFIX)]).to_pylist()
+            arrays.append(pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string()))
+        else:
+            arrays.append(rows.column(source))
+    return pa.Table.from_arrays(arrays, names=list(columns))

@@ -1,0 +1,77 @@
+"""What one micro-batch write must do, as data the driver hands to Spark's tasks and to the
+commit: which tables the rows go to, how a row becomes a table row, and the batch identity
+every commit carries.
+
+PySpark builds a Python data source writer from string options only, and runs `write()` on
+executors and `commit()` in a separate Python worker on the driver: neither sees the
+foreachBatch process's objects. So the plan travels as one JSON option and each side rebuilds
+it. A row's table is its `_route` column; a route the plan does not name is held back
+(counted, never written), which is how a batch that must stop (fail_group) writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from streamops.commit_metadata import BatchCommitInfo
+
+ROUTE_COLUMN = "_route"
+TALLY_COLUMN = "_tally"
+"""Optional column: rows are counted per (route, value) for the batch report (reasons, variations)."""
+TEXT_SUFFIX = ":text"
+"""A column mapping `source:text` decodes a binary source column as UTF-8, invalid bytes replaced."""
+
+RowsKind = Literal["columns", "typed_json"]
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """One table of the batch. `columns` maps table column -> source column ("columns" rows);
+    "typed_json" rows parse `payload_column` (JSON Spark wrote with `schema`, a Spark StructType
+    JSON) into flat columns, then append `columns`."""
+
+    path: str
+    rows: RowsKind = "columns"
+    columns: dict[str, str] = field(default_factory=dict)
+    schema: dict[str, Any] | None = None
+    payload_column: str | None = None
+    reject_route: str | None = None
+    """typed_json: where rows whose payload does not parse go (a "columns" route)."""
+    time_column: str | None = None
+    """Table column whose newest value the report gives (event-time freshness)."""
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    commit: BatchCommitInfo
+    tables: dict[str, TableTarget]
+    commit_order: tuple[str, ...]
+    """Routes in the order their commits are made (e.g. quarantine before bronze)."""
+    report_path: str
+    halt_on_held_rows: bool = False
+    """True: if any row was held back, nothing is committed (the attempt's files are deleted)."""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "commit": asdict(self.commit),
+                "tables": {route: asdict(target) for route, target in self.tables.items()},
+                "commit_order": list(self.commit_order),
+                "report_path": self.report_path,
+                "halt_on_held_rows": self.halt_on_held_rows,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "WritePlan":
+        raw = json.loads(text)
+        return cls(
+            commit=BatchCommitInfo(**raw["commit"]),
+            tables={route: TableTarget(**target) for route, target in raw["tables"].items()},
+            commit_order=tuple(raw["commit_order"]),
+            report_path=raw["report_path"],
+            halt_on_held_rows=raw["halt_on_held_rows"],
+        )

@@ -1,0 +1,1 @@
+"""Schema variations, the schema registry, compatibility decisions, schema alerts, and event groups with the management stream."""

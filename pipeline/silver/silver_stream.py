@@ -1,0 +1,258 @@
+"""A silver group stream: bronze -> one typed Delta table per event type of its group.
+
+Every batch resolves the group's event types and their applied schemas from the registry
+(re-read only when it changed) and hands Spark one write job for all of them: the executors
+read each payload with Spark's `from_json` and its type's applied schema (pipeline.silver.payload_parser),
+and the sink's tasks split the rows by event type, flatten nested structs into `parent__child`
+columns (dlt's convention), add lineage columns that tie each row to its bronze batch and
+landing file, and write one file per table; the commit makes one txn-idempotent commit per
+table (appId = this stream). Only counts come back to the driver.
+
+Fields a variation's table cannot hold (a type change, a widening, a colliding name) are kept
+in the row's `_rescued_data` and alerted (on_incompatible="rescue", the default), or the
+variation's rows are quarantined and alerted ("quarantine"), or the group stops ("fail_group").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Literal
+
+from pipeline.batch_context import batch_commit_info
+from pipeline.batch_function import batch_function
+from pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
+from pipeline.delta_connector.batch_report import BatchReport
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TableTarget, WritePlan
+from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
+from pipeline.exceptions import IncompatibleSchemaError
+from pipeline.silver.payload_parser import rescued_data, typed_payload
+from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
+from pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
+from pipeline.registry.schema_registry import RegistryReader
+from pipeline.silver.silver_schemas import SilverSchema, silver_schemas
+from streamops.lake_layout import LakeLayout, silver_stream
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pipeline.delta_connector.connector import DeltaConnector
+    from streamops.commit_metadata import BatchCommitInfo
+
+OnIncompatible = Literal["rescue", "quarantine", "fail_group"]
+ON_INCOMPATIBLE: tuple[OnIncompatible, ...] = ("rescue", "quarantine", "fail_group")
+QUARANTINE_ROUTE = "__quarantine__"
+HALT_ROUTE = "__halt__"
+"""Rows of an unfit variation under fail_group: not a table, so the batch writes nothing."""
+ACTION_OF: dict[OnIncompatible, AlertAction] = {"rescue": "rescued", "quarantine": "quarantined", "fail_group": "group_failed"}
+TALLY_SEPARATOR = "\x00"
+TYPED_COLUMN = "_typed_payload"
+QUARANTINE_COLUMNS = {
+    "stream": "_q_stream",
+    "batch_id": "_q_batch_id",
+    "reason": "_q_reason",
+    "detail": "_q_detail",
+    "event_type": "event_type",
+    "schema_hash": "_schema_hash",
+    "raw_text": "payload",
+    "raw_bytes": "_q_raw_bytes",
+    "source_file": "_source_file",
+    "ingest_time": "_ingest_time",
+}
+
+
+@dataclass(frozen=True)
+class SilverSettings:
+    types_per_group: int = DEFAULT_TYPES_PER_GROUP
+    on_incompatible: OnIncompatible = "rescue"
+    trigger_seconds: float = 5.0
+    max_files_per_trigger: int = 1000
+    available_now: bool = False
+
+
+class SilverGroupWriter:
+    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
+
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: "DeltaConnector",
+        group: str,
+        settings: SilverSettings,
+        events: PipelineEvents,
+        on_policy_stop: Callable[[IncompatibleSchemaError], None] | None = None,
+    ) -> None:
+        """`on_policy_stop` hears of a fail_group stop before the batch raises it: the query's
+        exception reaches its owner through Py4J as text, without the Python type."""
+        self.lake = lake
+        self.connector = connector
+        self.group = group
+        self.stream = silver_stream(group)
+        self.settings = settings
+        self.events = events
+        self.on_policy_stop = on_policy_stop
+        self.registry = RegistryReader(lake.schema_registry)
+        self.groups = EventGroupsReader(lake.event_groups)
+        self._cached: tuple[tuple[int, int], dict[str, SilverSchema]] = ((-1, -1), {})
+
+    def schemas(self) -> dict[str, SilverSchema]:
+        """Applied schema of every event type this group serves, as of now."""
+        registry_version, registry = self.registry.read()
+        recorded = self.groups.read()
+        key = (registry_version, recorded.version)
+        if key != self._cached[0]:
+            groups = resolve_groups(recorded.by_type, registry.type_order(), self.settings.types_per_group)
+            members = sorted(t for t, g in groups.items() if g == self.group)
+            self._cached = (key, silver_schemas(registry, members))
+        return self._cached[1]
+
+    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+        schemas = self.schemas()
+        if not schemas:
+            return
+        commit = batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
+        self.events.silver_committed(self.write(df, schemas, commit), schemas)
+
+    def write(self, bronze: "DataFrame", schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+        rows = silver_routes(bronze, schemas, self.settings.on_incompatible, self.stream, commit.batch_id)
+        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
+
+    def plan(self, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> WritePlan:
+        extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
+        tables = {
+            event_type: TableTarget(
+                str(self.lake.silver(event_type)),
+                rows="typed_json",
+                columns=extra,
+                schema=schema.applied,
+                payload_column=TYPED_COLUMN,
+                reject_route=QUARANTINE_ROUTE,
+                time_column="_event_time",
+            )
+            for event_type, schema in schemas.items()
+        }
+        tables[QUARANTINE_ROUTE] = TableTarget(str(self.lake.bronze_quarantine), columns=QUARANTINE_COLUMNS)
+        return WritePlan(
+            commit=commit,
+            tables=tables,
+            commit_order=(QUARANTINE_ROUTE, *sorted(schemas)),
+            report_path="",
+            halt_on_held_rows=self.settings.on_incompatible == "fail_group",
+        )
+
+    def finish(self, report: BatchReport, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+        """Alerts for the unfit variations the batch met, then the fail_group stop, if any."""
+        alerts = self._alerts(report, schemas)
+        if alerts:
+            self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
+        if report.halted:
+            stop = IncompatibleSchemaError(
+                f"group `{self.group}` stopped on an incompatible schema change "
+                f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+                "then restart it with on_incompatible=rescue or fix the producer",
+                self.stream,
+            )
+            if self.on_policy_stop is not None:
+                self.on_policy_stop(stop)
+            raise stop
+        written = {t: report.tables[t] for t in schemas if t in report.tables and report.rows(t)}
+        return SilverBatchResult(
+            group=self.group,
+            batch_id=commit.batch_id,
+            rows_by_type={t: table.rows for t, table in written.items()},
+            max_event_time={t: table.newest for t, table in written.items() if table.newest is not None},
+            quarantined=report.rows(QUARANTINE_ROUTE),
+            alerts=tuple(alerts),
+        )
+
+    def _alerts(self, report: BatchReport, schemas: dict[str, SilverSchema]) -> list[SchemaAlert]:
+        alerts = []
+        for counts in report.tallies.values():
+            for tally, rows in sorted(counts.items()):
+                if TALLY_SEPARATOR not in tally:
+                    continue
+                action, event_type, variation = tally.split(TALLY_SEPARATOR)
+                schema = schemas[event_type]
+                alerts += [
+                    SchemaAlert(
+                        event_type=event_type,
+                        field=change.path,
+                        old_type=change.old_type or "",
+                        new_type=change.new_type,
+                        variation_hash=variation,
+                        first_bronze_version=schema.variation_first_bronze_version[variation],
+                        rows_affected=rows,
+                        action=action,  # type: ignore[arg-type]
+                    )
+                    for change in schema.unfit[variation]
+                ]
+        return alerts
+
+
+def silver_routes(
+    df: "DataFrame", schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible, stream: str, batch_id: int
+) -> "DataFrame":
+    """The group's bronze rows, each with its table (`_route`), its payload as Spark reads it
+    with its type's applied schema, its rescued fields and lineage columns, built in Spark."""
+    from pyspark.sql import functions as F
+
+    event_type, schema_hash, payload = F.col("event_type"), F.col("schema_hash"), F.col("payload")
+    unfit = _unfit_variation(schemas, event_type, schema_hash)
+    action = ACTION_OF[on_incompatible]
+    tally = F.when(unfit.isNotNull(), F.concat_ws(TALLY_SEPARATOR, F.lit(action), event_type, schema_hash))
+    if on_incompatible == "rescue":
+        route: "Column" = event_type
+    else:
+        held = F.lit(QUARANTINE_ROUTE if on_incompatible == "quarantine" else HALT_ROUTE)
+        route = F.when(unfit.isNotNull(), held).otherwise(event_type)
+    rescued = rescued_data(schemas, event_type, schema_hash, payload, F.col("source_file")) if on_incompatible == "rescue" else F.lit(None).cast("string")
+    return df.where(event_type.isin(sorted(schemas))).select(
+        route.alias(ROUTE_COLUMN),
+        tally.alias(TALLY_COLUMN),
+        event_type,
+        payload,
+        typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
+        rescued.alias(RESCUED_DATA_COLUMN),
+        *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],
+        F.lit(stream).alias("_q_stream"),
+        F.lit(batch_id).cast("long").alias("_q_batch_id"),
+        F.when(unfit.isNotNull(), F.lit("incompatible_type")).alias("_q_reason"),
+        unfit.alias("_q_detail"),
+        payload.cast("binary").alias("_q_raw_bytes"),
+    )
+
+
+def _unfit_variation(schemas: dict[str, SilverSchema], event_type: "Column", schema_hash: "Column") -> "Column":
+    """Per row: what its variation's table cannot hold (`player.level: long -> string`), or null."""
+    from pyspark.sql import functions as F
+
+    details = {
+        (t, h): "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
+        for t, schema in schemas.items()
+        for h, changes in schema.unfit.items()
+    }
+    if not details:
+        return F.lit(None).cast("string")
+    key = F.concat_ws(TALLY_SEPARATOR, event_type, schema_hash)
+    return F.create_map(*[F.lit(x) for (t, h), d in sorted(details.items()) for x in (f"{t}{TALLY_SEPARATOR}{h}", d)])[key]
+
+
+def start_silver_group(
+    spark: "SparkSession",
+    lake: LakeLayout,
+    connector: "DeltaConnector",
+    writer: SilverGroupWriter,
+) -> "StreamingQuery":
+    settings = writer.settings
+    stream = (
+        connector.read_stream(
+            spark, lake.bronze_events, {"maxFilesPerTrigger": str(settings.max_files_per_trigger)}
+        )
+        .writeStream.queryName(writer.stream)
+        .foreachBatch(batch_function(writer))
+        .option("checkpointLocation", str(lake.checkpoint(writer.stream)))
+    )
+    stream = stream.trigger(availableNow=True) if settings.available_now else stream.trigger(
+        processingTime=f"{settings.trigger_seconds} seconds"
+    )
+    return stream.start()
