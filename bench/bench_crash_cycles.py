@@ -45,8 +45,8 @@ def planned_not_committed(lake: LakeLayout) -> list[str]:
     """Checkpoints whose newest planned batch has no commit: a kill landed mid-batch."""
     pending = []
     for checkpoint in lake.checkpoint_dirs():
-        planned = {int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*")}
-        committed = {int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")}
+        planned = {int(f.name) for f in (checkpoint / "offsets").list_dir().files if f.name.isdigit()}
+        committed = {int(f.name) for f in (checkpoint / "commits").list_dir().files if f.name.isdigit()}
         if planned and max(planned) not in committed:
             pending.append(f"{checkpoint.name}:{max(planned)}")
     return pending

@@ -243,7 +243,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     started = time.monotonic()
     workdir = options.workdir.expanduser().resolve()
     lake, landing = LakeLayout.at(workdir / "lake"), workdir / "landing"
-    for directory in (lake.root, landing):
+    for directory in (lake.root.local_path, landing):
         directory.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     supervisors = []

@@ -34,6 +34,7 @@ from pipeline.registry.schema_compat import WIDENINGS, field_type, promote
 from pipeline.registry.schema_registry import PROMOTED, REGISTRY_SCHEMA, RegistryEntry, SchemaRegistry
 from streamops.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.delta_read import arrow_filesystem
+from streamops.storage.location import Location
 from streamops.lake_layout import LakeLayout
 
 PROMOTE_STREAM = "lake_promote"
@@ -116,7 +117,7 @@ def _rewrite(table: Path, column: str, path: list[str], target: pa.DataType) -> 
         counts = [0, 0]
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(delta)).to_batches():
+            for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(Location.of(delta.table_uri))).to_batches():
                 converted, moved = _promoted_batch(pa.Table.from_batches([batch], batch.schema), column, path, target)
                 counts[0] += converted.num_rows
                 counts[1] += moved
@@ -136,7 +137,7 @@ def _has_rescued(delta: DeltaTable, path: list[str], target: pa.DataType) -> boo
     """Whether some row has a rescued value at `path` that the column's type now holds."""
     if RESCUED_DATA_COLUMN not in pa.schema(delta.schema().to_arrow()).names:
         return False
-    for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(delta)).to_batches(columns=[RESCUED_DATA_COLUMN]):
+    for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(Location.of(delta.table_uri))).to_batches(columns=[RESCUED_DATA_COLUMN]):
         for text in batch.column(0).to_pylist():
             found, value = _pop(json.loads(text), path) if text is not None else (False, None)
             if found and _fit(value, target) is not None:

@@ -182,7 +182,7 @@ def test_a_damaged_table_stops_the_stream_with_one_line_and_is_retried_with_back
     settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=0.5, silver=SilverSettings(max_files_per_trigger=5))
     assert Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle().failures == {}
 
-    newest = max((lake.bronze_events / "_delta_log").glob("*.json"))
+    newest = max((lake.bronze_events.local_path / "_delta_log").glob("*.json"))
     newest.write_text("not a delta commit\n")
     write_events(landing, "b.ndjson", [event("click", i, n=i) for i in range(5, 10)])
     lines: list[str] = []
