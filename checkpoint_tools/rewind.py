@@ -227,7 +227,7 @@ def apply_rewind(plan: RewindPlan, backup_root: LocationLike | None = None) -> R
     backup = backup_path(plan.checkpoint, backup_root)
     _back_up(plan, backup)
     actions = [f"copied {plan.checkpoint} to {backup}"]
-    for path in sorted(plan.state_remove, key=_state_removal_order):
+    for path in plan.state_remove:
         remove_log_file(path)
         actions.append(f"removed {path}")
     for path in sorted(plan.remove, key=_removal_order):
@@ -276,11 +276,6 @@ def _state_to_remove(ckpt: Checkpoint, to_batch: int) -> tuple[Location, ...]:
             + f"; batches whose state is complete: {id_ranges(restorable) or 'none'}"
         )
     return tuple(ckpt.state.files_after(to_batch))
-
-
-def _state_removal_order(path: Location) -> tuple[int, str]:
-    """Newest state version first."""
-    return -int(path.name.split(".")[0].split("_")[0]), str(path)
 
 
 def backup_path(checkpoint: Location, backup_root: LocationLike | None = None) -> Location:

@@ -178,14 +178,16 @@ class StateStores:
         return missing
 
     def files_after(self, version: int) -> list[Location]:
-        """Version files newer than `version`: what a rewind to batch `version` moves away."""
-        return [
-            store.location / item.name
+        """Version files newer than `version`, newest version first: what a rewind to batch
+        `version` moves away, in the order it removes them."""
+        newer = [
+            (item.version, store.location / item.name)
             for operator in self.operators
             for store in operator.stores
             for item in store.files
             if item.version > version
         ]
+        return [path for _, path in sorted(newer, key=lambda pair: (-pair[0], str(pair[1])))]
 
 
 def provider_from_conf(conf: Mapping[str, str]) -> Provider:
