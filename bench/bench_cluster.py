@@ -4,9 +4,12 @@ the driver's memory stay flat when the batch grows?
 The same generated landing is drained by `streamops run --until-idle` (a subprocess, as a user
 runs it) on `local[2]`, on a standalone cluster with 1 worker and with 2 workers (1 core each,
 started from the pip PySpark: executors in their own JVMs and Python workers), alternating for
-`--rounds` rounds; each keeps its best time. Then, on the 1-worker cluster, the driver's peak
-memory (its process tree: Python, its JVM, the Python worker that makes the commits; the
-cluster's processes are not in it) with all of a 1x and a 10x landing in one bronze batch.
+`--rounds` rounds; each keeps its best time. Then, on the 1-worker cluster, with all of a 1x and
+a 10x landing in one bronze batch: what the driver received from the tasks (the result sizes in
+Spark's event log), the driver tree's peak memory (Python, its JVM, the Python worker that makes
+the commits; the cluster's processes are not in it) and the peak of its Python processes alone
+(the JVM's heap grows lazily, by whatever the scheduler allocates, so its resident size varies
+from run to run by more than a batch of rows would add).
 
     python bench/bench_cluster.py --events 200000 --event-types 50 --rounds 2
 
@@ -29,22 +32,30 @@ from bench_support import ProcessTreeSampler, machine
 
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
+from pipeline.spark_event_log import event_log_conf_dir, task_result_bytes
 from pipeline.standalone_cluster import StandaloneCluster
 
 
 def drain(master: str, landing: Path, lake: Path, max_files: int) -> dict:
-    """Run the pipeline until idle; seconds and the driver tree's peak memory."""
+    """Run the pipeline until idle, with Spark's event log on; seconds, the driver tree's peak
+    memory (all of it, and its Python processes alone) and the task result bytes it received."""
     command = [sys.executable, "-m", "streamops", "run", "--lake", str(lake), "--landing", str(landing),
                "--master", master, "--until-idle", "--max-files-per-trigger", str(max_files), "--json"]
+    conf_dir, events = event_log_conf_dir(lake.with_name(lake.name + "_spark"))
     started = time.perf_counter()
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with ProcessTreeSampler(interval=0.2, root=driver.pid) as sampler:
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)})
+    with ProcessTreeSampler(interval=0.2, root=driver.pid) as tree, \
+            ProcessTreeSampler(interval=0.2, root=driver.pid, skip_java=True) as python:
         stdout, stderr = driver.communicate()
     seconds = time.perf_counter() - started
     if driver.returncode != 0:
         raise SystemExit(f"streamops run on {master} failed: {stderr[-2000:]}")
     lake_summary = json.loads(stdout)["lake"]
-    return {"seconds": round(seconds, 1), "driver_peak_rss_mb": round(sampler.usage.peak_rss_mb),
+    return {"seconds": round(seconds, 1), "driver_peak_rss_mb": round(tree.usage.peak_rss_mb),
+            "driver_python_peak_rss_mb": round(python.usage.peak_rss_mb),
+            "task_result_bytes": task_result_bytes(events),
+            "landing_bytes": sum(path.stat().st_size for path in landing.rglob("*") if path.is_file()),
             "bronze_rows": lake_summary["bronze_rows"], "silver_rows": sum(lake_summary["silver_rows"].values())}
 
 

@@ -36,8 +36,11 @@ class ProcessTreeSampler:
     """Samples a process (`root`, default this one) and all its descendants every `interval`
     seconds, in a thread."""
 
-    def __init__(self, interval: float = 0.5, exclude: set[int] | None = None, root: int | None = None) -> None:
+    def __init__(
+        self, interval: float = 0.5, exclude: set[int] | None = None, root: int | None = None, skip_java: bool = False
+    ) -> None:
         self.root = root
+        self.skip_java = skip_java
         self.interval = interval
         self.exclude = exclude if exclude is not None else set()
         self.usage = TreeUsage()
@@ -59,7 +62,7 @@ class ProcessTreeSampler:
             processes = [root] + root.children(recursive=True)
         except psutil.NoSuchProcess:
             return []
-        processes = [p for p in processes if p.pid not in self.exclude]
+        processes = [p for p in processes if p.pid not in self.exclude and not (self.skip_java and _is_java(p))]
         for process in processes:
             self._known.setdefault(process.pid, process)
         return [self._known[p.pid] for p in processes]
@@ -78,6 +81,13 @@ class ProcessTreeSampler:
                     continue
             self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, rss / 2**20)
             self.usage.cpu_percent_samples.append(cpu)
+
+
+def _is_java(process: psutil.Process) -> bool:
+    try:
+        return process.name() == "java"
+    except psutil.NoSuchProcess:
+        return False
 
 
 def timed(function, *args, **kwargs) -> tuple[float, TreeUsage, object]:

@@ -24,6 +24,7 @@ from deltalake import DeltaTable
 
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
+from pipeline.spark_event_log import event_log_conf_dir, task_result_bytes
 from pipeline.standalone_cluster import StandaloneCluster
 from streamops.lake_layout import LakeLayout
 
@@ -42,36 +43,13 @@ def cluster(tmp_path_factory):
         yield running
 
 
-def spark_conf_dir(root: Path) -> Path:
-    """Spark's standard config directory, turning on its event log for the driver under test."""
-    conf_dir, events = root / "spark-conf", root / "spark-events"
-    conf_dir.mkdir(parents=True)
-    events.mkdir()
-    (conf_dir / "spark-defaults.conf").write_text(
-        f"spark.eventLog.enabled true\nspark.eventLog.dir {events.as_uri()}\n"
-        "spark.eventLog.rolling.enabled false\nspark.eventLog.compress false\n"
-    )
-    return events
-
-
-def task_result_bytes(events: Path) -> int:
-    """Bytes of all task results the driver received, from Spark's own event log."""
-    total = 0
-    for log in events.iterdir():
-        for line in log.read_text().splitlines():
-            event = json.loads(line)
-            if event.get("Event") == "SparkListenerTaskEnd":
-                total += (event.get("Task Metrics") or {}).get("Result Size", 0)
-    return total
-
-
 def run_on_cluster(cluster: StandaloneCluster, root: Path, lines: int) -> tuple[dict, dict, float, int]:
     landing, lake = root / "landing", LakeLayout.at(root / "lake")
     manifest = generate(GeneratorSettings(out=landing, events=lines, event_types=20, drift=0.5, bad=0.01, seed=5))
-    events = spark_conf_dir(root)
+    conf_dir, events = event_log_conf_dir(root)
     command = [sys.executable, "-m", "streamops", "run", "--lake", str(lake.root), "--landing", str(landing),
                "--master", cluster.master_url, "--until-idle", "--max-files-per-trigger", "1000", "--json"]
-    environment = {**os.environ, "SPARK_CONF_DIR": str(root / "spark-conf")}
+    environment = {**os.environ, "SPARK_CONF_DIR": str(conf_dir)}
     driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     peak = [0.0]
     done = threading.Event()
