@@ -4,7 +4,9 @@
    alternating which goes first, medians compared, plus the driver's CPU seconds (less sensitive
    to other tenants of the machine than wall time): a silver-shaped workload (streams
    multiplexing one Delta table into their own Delta tables, deterministic work), and the real
-   bronze/silver pipeline draining a landing directory (whose discovery rounds vary run to run);
+   bronze/silver pipeline draining a landing directory (whose discovery rounds vary run to run),
+   and stateful queries on the same Delta table (a windowed aggregation with a watermark,
+   dropDuplicatesWithinWatermark and a stream-stream join, run together);
 2. listener callback time as Spark's listener bus sees it: the monitor's JSON bridge against
    PySpark's own listener bridge (which converts each event field by field over Py4J);
 3. exporter scrape time and size with 1,000 streams (built from recorded progress) and 300 event
@@ -15,6 +17,8 @@
 
     python bench/bench_monitor.py
     python bench/bench_monitor.py --only-scrape     # part 3 alone, no Spark
+    python bench/bench_monitor.py --parts stateful  # some parts: scrape status listener
+                                                    # multiplex stateful pipeline
 
 Prints JSON.
 """
@@ -183,6 +187,53 @@ def pipeline_drain_work(spark: Any, landing: Path) -> Callable[[Any, Any], dict[
     return work
 
 
+def stateful_work(spark: Any, source: Path, max_files: int) -> Callable[[Any, Any], dict[str, Any]]:
+    """Stateful operators the monitor reports state and watermarks for, run side by side on one
+    Delta table (availableNow, so every run does the same batches); rows = input rows Spark
+    reported."""
+    from pyspark.sql import functions as F
+
+    def read() -> Any:
+        return (
+            spark.readStream.format("streamops_delta")
+            .option("path", str(source))
+            .option("maxFilesPerTrigger", max_files)
+            .load()
+        )
+
+    def work(lake: Any, monitor: Any) -> dict[str, Any]:
+        left = read().select("id", F.col("event_time").alias("left_time"))
+        right = read().select(F.col("id").alias("right_id"), F.col("event_time").alias("right_time"))
+        plans = {
+            "window_count": read()
+            .withWatermark("event_time", "1 minute")
+            .groupBy(F.window("event_time", "10 seconds"), "event_type")
+            .count(),
+            "dedup_within_watermark": read()
+            .withWatermark("event_time", "1 minute")
+            .withColumn("key", F.col("id") % 5000)
+            .dropDuplicatesWithinWatermark(["key"]),
+            "stream_join": left.withWatermark("left_time", "1 minute").join(
+                right.withWatermark("right_time", "1 minute"),
+                F.expr("id = right_id AND right_time BETWEEN left_time AND left_time + INTERVAL 10 SECONDS"),
+            ),
+        }
+        queries = [
+            plan.writeStream.format("noop")
+            .outputMode("append")
+            .queryName(name)
+            .option("checkpointLocation", str(lake.checkpoint(name)))
+            .trigger(availableNow=True)
+            .start()
+            for name, plan in plans.items()
+        ]
+        for query in queries:
+            query.awaitTermination()
+        return {"rows": sum(p["numInputRows"] for q in queries for p in q.recentProgress)}
+
+    return work
+
+
 def compare(
     spark: Any, work: Callable[[Any, Any], dict[str, Any]], rounds: int, scratch: Path, tag: str
 ) -> dict[str, Any]:
@@ -222,22 +273,47 @@ def compare(
     }
 
 
-def multiplex_throughput(spark: Any, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+def source_table(args: argparse.Namespace, scratch: Path) -> Path:
+    """The Delta table both the silver-shaped and the stateful workloads read: one commit per
+    file, event times 10 ms apart so windows close and watermarks advance as batches go by."""
+    import datetime
+
     import pyarrow as pa
     from deltalake import write_deltalake
 
     source = scratch / "source"
+    if source.exists():
+        return source
     payload = "x" * 200
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     for i in range(args.source_files):
         ids = range(i * args.rows_per_file, (i + 1) * args.rows_per_file)
         write_deltalake(
             str(source),
             pa.table(
-                {"id": list(ids), "event_type": [f"e{j % 20}" for j in ids], "payload": [payload] * len(ids)}
+                {
+                    "id": list(ids),
+                    "event_type": [f"e{j % 20}" for j in ids],
+                    "payload": [payload] * len(ids),
+                    "event_time": pa.array(
+                        [start + datetime.timedelta(milliseconds=10 * j) for j in ids], pa.timestamp("us", "UTC")
+                    ),
+                }
             ),
             mode="append",
         )
-    work = multiplex_work(spark, source, args.streams, args.max_files)
+    return source
+
+
+def stateful_throughput(spark: Any, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    work = stateful_work(spark, source_table(args, scratch), args.max_files)
+    return {"queries": 3, "source_files": args.source_files} | compare(
+        spark, work, args.stateful_rounds, scratch, "stateful"
+    )
+
+
+def multiplex_throughput(spark: Any, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    work = multiplex_work(spark, source_table(args, scratch), args.streams, args.max_files)
     return {"streams": args.streams, "source_files": args.source_files} | compare(
         spark, work, args.rounds, scratch, "multiplex"
     )
@@ -473,31 +549,50 @@ def main() -> None:
     parser.add_argument("--rows-per-file", type=int, default=2_000)
     parser.add_argument("--max-files", type=int, default=5, help="maxFilesPerTrigger of each stream")
     parser.add_argument("--rounds", type=int, default=4, help="rounds of the multiplex comparison")
+    parser.add_argument("--stateful-rounds", type=int, default=4, help="0 skips the stateful queries")
     parser.add_argument("--events", type=int, default=100_000, help="events for the real pipeline drain")
     parser.add_argument("--event-types", type=int, default=20)
     parser.add_argument("--pipeline-rounds", type=int, default=2, help="0 skips the real pipeline drain")
     parser.add_argument("--listener-streams", type=int, default=10)
     parser.add_argument("--listener-seconds", type=float, default=15.0)
     parser.add_argument("--scrape-streams", type=int, default=1000)
-    parser.add_argument("--only-scrape", action="store_true", help="part 3 alone (no Spark)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="parts to run (default: all)")
+    parser.add_argument("--only-scrape", action="store_true", help="part 3 alone (no Spark); same as --parts scrape")
     args = parser.parse_args()
-    if args.only_scrape:
-        print(json.dumps({"benchmark": "monitor", "scrape": scrape(args.scrape_streams, 300, repeats=10)}, indent=2))
-        return
-
-    from pipeline.spark_session import build_spark
+    parts = ["scrape"] if args.only_scrape else args.parts
+    if not args.stateful_rounds and "stateful" in parts:
+        parts.remove("stateful")
+    if not args.pipeline_rounds and "pipeline" in parts:
+        parts.remove("pipeline")
 
     result: dict[str, Any] = {"benchmark": "monitor"}
-    result["scrape"] = scrape(args.scrape_streams, 300, repeats=10)
+    if "scrape" in parts:
+        result["scrape"] = scrape(args.scrape_streams, 300, repeats=10)
     with tempfile.TemporaryDirectory(prefix="bench-monitor-") as scratch:
-        result["status_command"] = status_command(args.scrape_streams, Path(scratch))
-        spark = build_spark(master="local[2]")
-        result["listener"] = listener_callbacks(spark, args.listener_streams, args.listener_seconds)
-        result["multiplex"] = multiplex_throughput(spark, args, Path(scratch))
-        if args.pipeline_rounds:
-            result["pipeline"] = pipeline_throughput(spark, args, Path(scratch))
-        spark.stop()
+        if "status" in parts:
+            result["status_command"] = status_command(args.scrape_streams, Path(scratch))
+        spark_parts = [part for part in parts if part in SPARK_PARTS]
+        if spark_parts:
+            from pipeline.spark_session import build_spark
+
+            spark = build_spark(master="local[2]")
+            for part in spark_parts:
+                result[part] = SPARK_PARTS[part](spark, args, Path(scratch))
+            spark.stop()
     print(json.dumps(result, indent=2))
+
+
+def listener_part(spark: Any, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    return listener_callbacks(spark, args.listener_streams, args.listener_seconds)
+
+
+SPARK_PARTS: dict[str, Callable[[Any, argparse.Namespace, Path], dict[str, Any]]] = {
+    "listener": listener_part,
+    "multiplex": multiplex_throughput,
+    "stateful": stateful_throughput,
+    "pipeline": pipeline_throughput,
+}
+PARTS = ["scrape", "status", *SPARK_PARTS]
 
 
 if __name__ == "__main__":
