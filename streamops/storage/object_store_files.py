@@ -129,7 +129,7 @@ class ObjectStoreFiles:
             self._call("write", key, lambda: obstore.put(self.store, key, data, mode="create"))
         except (AlreadyExistsError, PreconditionError) as error:
             raise FileExistsError(f"`{self.uri(key)}` already exists") from error
-        except NotSupportedError as error:
+        except (NotSupportedError, NotImplementedError) as error:
             raise ConditionalWriteUnsupportedError(
                 f"`{self.root.prefix}` does not support conditional writes (write-if-absent)"
             ) from error
@@ -244,6 +244,8 @@ class ObjectStoreFiles:
         if self.root.kind == "s3":
             return "AWS_ENDPOINT_URL" if self.options.endpoint else "the region's endpoint (AWS_REGION)"
         if self.root.kind == "azure":
+            if self.options.config.get("azure_storage_use_emulator"):
+                return "AZURITE_BLOB_STORAGE_URL"
             return "AZURE_STORAGE_ENDPOINT" if self.options.endpoint else "the account's endpoint"
         return "the GCS endpoint"
 

@@ -7,7 +7,9 @@ credentials:
 - S3: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, else the AWS SDK's own
   chain through botocore (`AWS_PROFILE` and `~/.aws/{credentials,config}`, SSO, web identity,
   container and instance roles); `AWS_REGION`/`AWS_DEFAULT_REGION`; an S3-compatible endpoint
-  from `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`, with `AWS_ALLOW_HTTP=true` for plain http.
+  from `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`, with `AWS_ALLOW_HTTP=true` for plain http;
+  `AWS_CONDITIONAL_PUT` (object_store's: `etag` by default, `disabled` for a store that cannot
+  write only-if-absent, `dynamo:<table>`) for S3-compatible stores.
 - Azure: `AZURE_STORAGE_ACCOUNT_NAME` (or the account in an abfss:// URI) and any of
   object_store's `AZURE_*` credentials (account key, SAS, client secret, federated token,
   managed identity endpoint, Azure CLI, the emulator).
@@ -123,6 +125,8 @@ def _s3_options(root: StoreRoot, env: Mapping[str, str]) -> StoreOptions:
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")
     if endpoint:
         config["aws_endpoint"] = endpoint
+    if env.get("AWS_CONDITIONAL_PUT"):
+        config["aws_conditional_put"] = env["AWS_CONDITIONAL_PUT"]
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
     provider = None
     if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):

@@ -92,3 +92,20 @@ def test_an_interrupted_rewind_leaves_a_restartable_checkpoint_and_finishes_when
         apply_rewind(plan_rewind(checkpoint, to_batch))
         after = log_files(store.download(str(checkpoint), tmp_path / f"after-{survive}"))
         assert after == expected, (survive, sorted(set(after) ^ set(expected)))
+
+
+def test_a_store_that_cannot_write_only_if_absent_is_refused_before_the_checkpoint_changes(
+    s3_server, store_env, bronze, tmp_path, capsys
+):
+    """An S3-compatible store configured (as object_store reads it) to have no conditional PUT."""
+    from store_servers import s3_store
+
+    original, to_batch = bronze
+    store = s3_store(s3_server)
+    checkpoint = f"{store.upload(original.parent)}/bronze"
+    store_env({**store.env, "AWS_CONDITIONAL_PUT": "disabled"})
+    code = main(["checkpoint", "rewind", checkpoint, "--to-batch", str(to_batch), "--yes"])
+    out, err = capsys.readouterr()
+    assert code != 0 and err.startswith("streamops: error: ") and err.count("\n") == 1, (code, out, err)
+    assert "does not support conditional writes" in err and "nothing was changed" in err, err
+    assert log_files(store.download(checkpoint, tmp_path / "after")) == log_files(original)

@@ -68,6 +68,18 @@ def test_azure_errors_name_the_problem_and_the_fix(azurite, store_env, tiny_chec
     err = one_line_error(capsys, "checkpoint", "doctor", "--lake", missing)
     assert "container `no-such-container` does not exist" in err
 
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    store_env({**azurite.env(), "AZURITE_BLOB_STORAGE_URL": nowhere})
+    err = one_line_error(capsys, "status", "--lake", prefix)
+    assert "nothing answers at 127.0.0.1" in err and "AZURITE_BLOB_STORAGE_URL" in err
+
+    store_env({
+        "AZURE_STORAGE_ACCOUNT_NAME": AZURITE_ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": azurite.env()["AZURE_STORAGE_ACCOUNT_KEY"],
+        "AZURE_STORAGE_ENDPOINT": f"{nowhere}/{AZURITE_ACCOUNT}", "AZURE_ALLOW_HTTP": "true",
+    })
+    err = one_line_error(capsys, "checkpoint", "inspect", f"{prefix}/stream")
+    assert "nothing answers at 127.0.0.1" in err and "AZURE_STORAGE_ENDPOINT" in err
+
 
 @pytest.mark.parametrize("kind", ["s3", "azure"])
 def test_a_missing_lake_is_an_error_not_an_empty_healthy_fleet(kind, request, store_env, capsys):
