@@ -46,7 +46,7 @@ class SourceTable:
 
     @cached_property
     def index(self) -> DeltaFileIndex:
-        return DeltaFileIndex(self.log, skip_change_commits=True)
+        return DeltaFileIndex(self.log, read_mode="skipChangeCommits", strict=False)
 
     def exists(self) -> bool:
         """Loads the table once (delta-rs); every later question reuses that load."""

@@ -80,10 +80,11 @@ class BacklogReading:
 class _SharedIndex(DeltaFileIndex):
     """One index per source table, shared by every stream that reads it (300 silver streams read
     one bronze table): its log is re-read at most every `min_refresh_s`. Commits that delete or
-    rewrite data count as no new files here; the stream itself reports them as errors."""
+    rewrite data count as no new files here and are kept in `changes`; the stream itself fails
+    or skips them as its options say."""
 
     def __init__(self, log: DeltaLog, min_refresh_s: float) -> None:
-        super().__init__(log, skip_change_commits=True)
+        super().__init__(log, read_mode="skipChangeCommits", strict=False)
         self._min_refresh_s = min_refresh_s
         self._latest: int | None = None
         self._refreshed_at = 0.0

@@ -19,7 +19,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from streamops.delta_log import AddFile, DeltaLog
+from streamops.change_commits import ChangeCommit, ReadMode, change_of, schema_of
+from streamops.delta_log import AddFile, Commit, DeltaLog
 from streamops.exceptions import StreamopsError
 
 SOURCE_VERSION = 1
@@ -101,13 +102,31 @@ class DeltaFileIndex:
 
     Commits are cached per version (a commit never changes); the log is refreshed only by
     `refresh()`, so one planning pass sees one consistent latest version.
+
+    A commit that is not an append (`streamops.change_commits`) is read as `read_mode` says:
+    skipped, re-read, or refused with `SourceTableChangedError`. With `strict=False` (what
+    measuring tools want) nothing is refused: a commit that deletes or rewrites data counts as no
+    files unless the mode re-reads it, and a schema change's files count (a restart reads them). Every change commit seen is kept in `changes`. A schema change is judged against
+    the schema at `schema_version` for later commits (a stream reads the schema of the version it
+    started at), or against the schema just before the commit when no version is given.
     """
 
-    def __init__(self, log: DeltaLog, skip_change_commits: bool = False, cache_size: int = 512) -> None:
+    def __init__(
+        self,
+        log: DeltaLog,
+        read_mode: ReadMode = "failOnChanges",
+        strict: bool = True,
+        schema_version: int | None = None,
+        cache_size: int = 512,
+    ) -> None:
         self.log = log
-        self.skip_change_commits = skip_change_commits
+        self.read_mode = read_mode
+        self.strict = strict
+        self.schema_version = schema_version
+        self.changes: dict[int, ChangeCommit] = {}
         self._commit_files: dict[int, tuple[AddFile, ...]] = {}
         self._snapshot_files: dict[int, tuple[AddFile, ...]] = {}
+        self._schemas: dict[int, str] = {}
         self._cache_size = cache_size
 
     def refresh(self) -> int:
@@ -128,23 +147,37 @@ class DeltaFileIndex:
         files = self._commit_files.get(version)
         if files is None:
             commit = self.log.commit(version)
-            if commit.data_removes and not self.skip_change_commits:
-                raise SourceTableChangedError(
-                    f"source table `{self.log.table}` deleted or rewrote data at version "
-                    f"{version}; a streaming source must be append-only: set the option "
-                    "skipChangeCommits=true to skip such commits"
-                )
-            files = () if commit.data_removes else commit.data_adds
-            for add in files:
-                if add.has_deletion_vector:
-                    raise SourceTableChangedError(
-                        f"version {version} of `{self.log.table}` uses deletion vectors, which "
-                        "the embedded Delta source cannot read; use the native delta-spark connector"
-                    )
+            files = commit.data_adds
+            change = change_of(commit, self._schema_before(commit))
+            if change is not None:
+                self.changes[version] = change
+                outcome = change.outcome(self.read_mode)
+                if outcome == "fail" and self.strict:
+                    raise SourceTableChangedError(_refusal(str(self.log.table), change))
+                if outcome == "skip" or (outcome == "fail" and change.kind != "schema_change"):
+                    files = ()
             if len(self._commit_files) >= self._cache_size:
                 self._commit_files.pop(min(self._commit_files))
             self._commit_files[version] = files
         return files
+
+    def changes_between(self, first: int, last: int) -> list[ChangeCommit]:
+        """Change commits among versions first..last that this index has read."""
+        return [self.changes[v] for v in sorted(self.changes) if first <= v <= last]
+
+    def _schema_before(self, commit: Commit) -> str | None:
+        """The schema a reader of `commit` holds, when the commit sets one (else not needed)."""
+        if schema_of(commit) is None or commit.version == 0:
+            return None
+        if self.schema_version is not None:
+            if commit.version <= self.schema_version:
+                return None
+            reference = self.schema_version
+        else:
+            reference = commit.version - 1
+        if reference not in self._schemas:
+            self._schemas[reference] = self.log.open_version(reference).schema().to_json()
+        return self._schemas[reference]
 
     def snapshot_files(self, version: int) -> tuple[AddFile, ...]:
         """Live files of the snapshot at `version`, ordered as Delta's starting snapshot is."""
@@ -250,6 +283,21 @@ class DeltaFileIndex:
         ):
             return DeltaSourceOffset(until_version + 1, BASE_INDEX, False, reservoir_id)
         return last.offset(reservoir_id)
+
+
+def _refusal(table: str, change: ChangeCommit) -> str:
+    """One line: which commit, why a stream stops there, and the option or restart that goes on."""
+    if change.kind == "schema_change":
+        return (
+            f"the schema of source table `{table}` changed at {change.describe()}: restart the "
+            "stream to read the new schema (from its checkpoint, or a new one if the change is incompatible)"
+        )
+    option = "skipChangeCommits=true (or ignoreDeletes=true)" if change.kind == "delete" else "skipChangeCommits=true"
+    return (
+        f"source table `{table}` deleted or rewrote data at {change.describe()}; a Delta stream reads "
+        f"appends only: set the option {option} to skip such commits, or restart from a new "
+        f"checkpoint with startingVersion={change.version + 1}"
+    )
 
 
 def first_batch_start(end: DeltaSourceOffset) -> DeltaSourceOffset:

@@ -4,7 +4,8 @@
 
 Options (as Delta's own source): maxFilesPerTrigger (default 1000), maxBytesPerTrigger,
 startingVersion (a version or "latest"; default: the table snapshot, then new commits),
-skipChangeCommits. Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
+and Delta's options for commits that are not appends: skipChangeCommits, ignoreDeletes,
+ignoreChanges (`streamops.change_commits`). Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
 native Delta ones. Planning (`initialOffset`, `latestOffset`, `partitions`) runs in one
 long-lived Python process on the driver; `read` runs on executors and gets only the pickled
 file list of its partition.
@@ -28,6 +29,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from pipeline.exceptions import PipelineConfigError
+from streamops.change_commits import read_mode
 from streamops.delta_log import DeltaLog, data_file_path
 from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
 
@@ -73,7 +75,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES
         )
         self.starting_version = options.get("startingVersion")
-        self.skip_change_commits = str(options.get("skipChangeCommits", "false")).lower() == "true"
+        self.read_mode = read_mode(options)
         self._available_now_version: int | None = None
         self._latest_at_start = -1
         self._index: DeltaFileIndex | None = None
@@ -92,7 +94,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"no Delta table at `{self.path}`: create it (or run the stream that writes it) "
                     "before starting a stream that reads it"
                 )
-            self._index = DeltaFileIndex(log, skip_change_commits=self.skip_change_commits)
+            self._index = DeltaFileIndex(log, read_mode=self.read_mode, schema_version=log.latest_version())
         return self._index
 
     def initialOffset(self) -> dict:

@@ -46,20 +46,51 @@ def test_a_table_replaced_at_the_same_path_is_refused(tmp_path):
     DeltaFileIndex(DeltaLog(table)).check_same_table(DeltaSourceOffset(0, BASE_INDEX, False, ""))
 
 
-def test_a_commit_that_deletes_or_rewrites_data_is_refused_unless_skipped(tmp_path):
+def test_a_commit_that_deletes_or_rewrites_data_is_refused_unless_its_read_mode_says_otherwise(tmp_path):
     table = tmp_path / "source"
     append(table, [1, 2])
     append(table, [3])
-    DeltaTable(str(table)).delete("v = 1")
+    DeltaTable(str(table)).delete("v = 3")  # the whole file of version 1: a delete only
+    DeltaTable(str(table)).delete("v = 1")  # part of version 0's file: a rewrite
     write_deltalake(str(table), pa.table({"v": [9]}), mode="overwrite")
     strict = DeltaFileIndex(DeltaLog(table))
     assert len(strict.commit_files(1)) == 1
-    for version in (2, 3):
-        with pytest.raises(SourceTableChangedError, match=f"deleted or rewrote data at version {version}.*skipChangeCommits=true"):
+    for version, operation in ((2, "DELETE"), (3, "DELETE"), (4, "WRITE")):
+        with pytest.raises(SourceTableChangedError, match=f"at version {version} \\({operation}, .*skipChangeCommits=true") as error:
             strict.commit_files(version)
-    lenient = DeltaFileIndex(DeltaLog(table), skip_change_commits=True)
-    assert lenient.commit_files(2) == () and lenient.commit_files(3) == ()
-    assert [f.version for f in lenient.files_after(DeltaSourceOffset(0, BASE_INDEX, False), 3)] == [0, 1]
+        assert "\n" not in str(error.value)
+    assert {v: c.kind for v, c in strict.changes.items()} == {2: "delete", 3: "rewrite", 4: "rewrite"}
+
+    skipping = DeltaFileIndex(DeltaLog(table), read_mode="skipChangeCommits")
+    assert [f.version for f in skipping.files_after(DeltaSourceOffset(0, BASE_INDEX, False), 4)] == [0, 1]
+    deletes_only = DeltaFileIndex(DeltaLog(table), read_mode="ignoreDeletes")
+    assert deletes_only.commit_files(2) == ()
+    with pytest.raises(SourceTableChangedError):
+        deletes_only.commit_files(3)
+    rereading = DeltaFileIndex(DeltaLog(table), read_mode="ignoreChanges")
+    assert [f.version for f in rereading.files_after(DeltaSourceOffset(0, BASE_INDEX, False), 4)] == [0, 1, 3, 4]
+    measuring = DeltaFileIndex(DeltaLog(table), strict=False)
+    assert [f.version for f in measuring.files_after(DeltaSourceOffset(0, BASE_INDEX, False), 4)] == [0, 1]
+    assert [c.version for c in measuring.changes_between(2, 3)] == [2, 3]
+
+
+def test_a_schema_change_stops_a_stream_under_every_read_mode_but_optimize_changes_nothing(tmp_path):
+    table = tmp_path / "source"
+    append(table, [1])
+    append(table, [2])
+    DeltaTable(str(table)).optimize.compact()  # version 2: dataChange=false
+    write_deltalake(str(table), pa.table({"v": [3], "w": ["x"]}), mode="append", schema_mode="merge")  # 3
+    started_before = DeltaFileIndex(DeltaLog(table), read_mode="skipChangeCommits", schema_version=1)
+    assert started_before.commit_files(2) == ()
+    with pytest.raises(SourceTableChangedError, match=r"schema of source table .* changed at version 3 .*restart"):
+        started_before.commit_files(3)
+    started_after = DeltaFileIndex(DeltaLog(table), schema_version=3)
+    assert len(started_after.commit_files(3)) == 1 and not started_after.changes
+    measuring = DeltaFileIndex(DeltaLog(table), strict=False)
+    assert len(measuring.commit_files(3)) == 1 and measuring.changes[3].kind == "schema_change"
+    assert measuring.changes[3].outcomes() == {
+        "failOnChanges": "fail", "ignoreDeletes": "fail", "skipChangeCommits": "fail", "ignoreChanges": "fail",
+    }
 
 
 def test_every_file_an_offset_range_names_is_a_file_of_the_table(tmp_path):
