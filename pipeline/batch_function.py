@@ -18,8 +18,9 @@ thread's stack overflows (StackOverflowError, every frame java.util.regex) and t
 instead of stopping cleanly. No Spark setting changes PROXY_ERROR, and the length of the text is
 ours: a failed JVM call leaves the function as `JavaCallFailed`, one line that names the call,
 the Java exception and its causes (what Spark's check needs: an interruption's class name, or
-the "cancelled ... job group" message of a cancelled job) and where in our code it happened,
-with no Java stack trace.
+the message of a cancelled job, which Spark 4.2 accepts as the stop only when it holds both
+"cancelled" and the query's job group id, its run id) and where in our code it happened, with no
+Java stack trace.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ PROXY_ERROR_PREFIX = "py4j.protocol.Py4JJavaError: An error occurred while calli
 MAX_MESSAGE_CHARS = 700
 """Bound on what follows PROXY_ERROR_PREFIX: half the length that overflowed a stream thread."""
 MAX_LINE_CHARS = 240
-MAX_HEAD_CHARS = 150
-"""Per Java exception line: the class name and the start of its message (a job group id fits)."""
+MAX_HEAD_CHARS = 400
+"""Per Java exception line: the class name and its message. A cancelled job's line ends with the
+query's run id (`Job 7 cancelled Query <name> [id = <uuid>, runId = <uuid>] was stopped`), so it
+must fit whole whatever the query's name: at 150 characters the run id was cut off, Spark did not
+see its own stop, and the query ended "Terminated with exception"."""
 _JAVA_STACK_LINE = ("at ", "... ", "Suppressed: ")
 
 

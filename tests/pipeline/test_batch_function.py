@@ -13,6 +13,7 @@ import re
 import threading
 import time
 import traceback
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,9 @@ from pipeline.batch_function import (
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 SLOW_JOB = "java_method('java.lang.Thread', 'sleep', 30000L)"
+LONG_QUERY_NAME = "stopped_inside_a_job_" + "x" * 100
+"""Spark takes a cancelled job for its own stop only if the message holds the run id, which comes
+after the query's name: a long name is what pushed it out of a too-short message."""
 
 
 def test_a_query_stopped_inside_a_jvm_call_stops_cleanly(spark, tmp_path):
@@ -39,7 +43,7 @@ def test_a_query_stopped_inside_a_jvm_call_stops_cleanly(spark, tmp_path):
 
     query = (
         spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-        .writeStream.queryName("stopped_inside_a_job").foreachBatch(batch_function(slow))
+        .writeStream.queryName(LONG_QUERY_NAME).foreachBatch(batch_function(slow))
         .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
     )
     try:
@@ -85,6 +89,43 @@ def test_the_short_message_is_still_an_interruption_to_spark_and_the_long_one_ov
     raw = "".join(traceback.format_exception(error)) + "\tat org.apache.spark.Run.run(Run.scala:1)\n" * 300
     with pytest.raises(Py4JJavaError, match="StackOverflowError"):
         _spark_sees_an_interruption(spark, raw)
+
+
+def _cancelled_job_error(spark, group: str, reason: str) -> Py4JJavaError:
+    """A real Py4JJavaError of a job cancelled by its job group, as stop() cancels a query's jobs."""
+    sc = spark.sparkContext
+    errors: list[Py4JJavaError] = []
+
+    def run() -> None:
+        sc.setJobGroup(group, "a job stop() cancels", interruptOnCancel=False)
+        try:
+            spark.range(0, 2, numPartitions=2).selectExpr(SLOW_JOB).collect()
+        except Py4JJavaError as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    while not sc.statusTracker().getJobIdsForGroup(group):
+        time.sleep(0.05)
+    sc._jsc.sc().cancelJobGroup(group, reason)
+    worker.join(60)
+    assert errors, "the job was not cancelled"
+    return errors[0]
+
+
+def test_a_cancelled_jobs_message_keeps_the_run_id_spark_looks_for(spark):
+    # stop() cancels the query's job group (its run id) with this reason; when the cancellation
+    # reaches the batch before the thread's interrupt, the run id in the message is all Spark has.
+    run_id = str(uuid.uuid4())
+    reason = f"Query {LONG_QUERY_NAME} [id = {uuid.uuid4()}, runId = {run_id}] was stopped"
+    summary = java_call_summary(_cancelled_job_error(spark, run_id, reason))
+    assert "\n" not in summary and len(summary) <= MAX_MESSAGE_CHARS
+    assert run_id in summary and "cancelled" in summary
+    spark.sparkContext.setLocalProperty("spark.jobGroup.id", run_id)  # as on the query's own thread
+    try:
+        assert _spark_sees_an_interruption(spark, f"Traceback ...\nJavaCallFailed: {summary}\n")
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
 
 def test_failures_without_java_pass_unchanged_and_java_ones_become_one_line(spark):
