@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from streamops.cli_support import Handler, Subcommands, add_command, add_json_option, add_subcommands, print_json
+from streamops.cli_support import (
+    Handler,
+    Subcommands,
+    add_command,
+    add_json_option,
+    add_subcommands,
+    lake_commands,
+    print_json,
+)
+from streamops.exceptions import StreamopsError
 
 CKPT_HELP = "checkpoint directory: a path or a URI (s3://, gs://, az://, abfss://)"
 INSPECT_EXAMPLE = (
@@ -31,10 +40,27 @@ REWIND_EXAMPLE = (
     "on object stores: the backup is copied first, new files are written before old ones are deleted,\n"
     "newest batch first; an interrupted rewind leaves a consistent checkpoint: run it again to finish"
 )
+VACUUM_EXAMPLE = (
+    "examples:\n"
+    "  streamops lake vacuum --lake lake --dry-run\n"
+    "  streamops lake vacuum --lake lake --yes --json\n"
+    "  streamops lake vacuum s3://bucket/tables/events --checkpoint s3://bucket/ckpt/events_to_silver --yes\n"
+    "every checkpoint of --lake (and each --checkpoint) protects what it still has to read: nothing\n"
+    "added by the oldest version a stream still needs, or later, is deleted, whatever the retention;\n"
+    "a checkpoint that cannot be read stops the vacuum of the tables it may read (exit 2)"
+)
+OPTIMIZE_EXAMPLE = (
+    "examples:\n"
+    "  streamops lake optimize --lake lake --dry-run\n"
+    "  streamops lake optimize lake/bronze/events --target-size 134217728\n"
+    "the compaction commit changes no data (dataChange=false): streaming readers skip it; a commit that\n"
+    "conflicts with it makes it start again; exit 2 if a concurrent compaction duplicated rows"
+)
 
 
 def register(subcommands: Subcommands) -> None:
-    """Add `streamops checkpoint` and its subcommands."""
+    """Add `streamops checkpoint` and its subcommands, and `streamops lake vacuum|optimize`."""
+    _register_lake(subcommands)
     group = add_command(
         subcommands,
         "checkpoint",
@@ -76,6 +102,76 @@ def register(subcommands: Subcommands) -> None:
     rewind.add_argument("--yes", action="store_true", help="apply the plan (without it nothing changes)")
     rewind.add_argument("--backup-dir", help="where to put the backup, on CKPT's store (default: next to CKPT)")
     _add_tables(rewind)
+
+
+def _register_lake(subcommands: Subcommands) -> None:
+    commands = lake_commands(subcommands)
+    vacuum = _command(
+        commands, "vacuum", "VACUUM that deletes nothing a stream still has to read", VACUUM_EXAMPLE, _vacuum
+    )
+    _add_maintained_tables(vacuum)
+    vacuum.add_argument("--retention-hours", type=int, metavar="H",
+                        help="delete files removed longer ago than H hours (default: the table's "
+                        "delta.deletedFileRetentionDuration, else 168)")
+    vacuum.add_argument("--allow-short-retention", action="store_true",
+                        help="allow H below the table's own retention (streams stay protected; other "
+                        "readers of old versions do not)")
+    mode = vacuum.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    mode.add_argument("--yes", action="store_true", help="delete (vacuum refuses to run without it or --dry-run)")
+
+    optimize = _command(
+        commands, "optimize", "compact small files in a data-change-free commit streams skip", OPTIMIZE_EXAMPLE,
+        _optimize,
+    )
+    _add_maintained_tables(optimize)
+    optimize.add_argument("--target-size", type=int, metavar="BYTES",
+                          help="target file size (default: the table's delta.targetFileSize, else 100 MB)")
+    optimize.add_argument("--dry-run", action="store_true", help="count the small files, change nothing")
+
+
+def _add_maintained_tables(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tables", nargs="*", metavar="TABLE", help="Delta table: a path or a URI (default: every table of --lake)")
+    parser.add_argument("--lake", help="lake root (path or URI): its tables, and its checkpoints as readers")
+    parser.add_argument("--checkpoint", action="append", default=[], metavar="CKPT",
+                        help="a checkpoint outside the lake whose streams read these tables (repeat for several)")
+
+
+def _maintained_tables(args: argparse.Namespace) -> list:
+    from checkpoint_tools.stream_safe_vacuum import lake_tables
+    from streamops.storage.location import Location
+
+    lake = _lake(args)
+    if args.tables:
+        return [Location.of(t) for t in args.tables]
+    if lake is None:
+        raise StreamopsError("give one or more TABLEs, or --lake DIR for every table of a lake")
+    return lake_tables(lake)
+
+
+def _vacuum(args: argparse.Namespace) -> int:
+    from checkpoint_tools.maintenance_text import vacuum_text
+    from checkpoint_tools.stream_safe_vacuum import vacuum_tables
+
+    if not args.dry_run and not args.yes:
+        raise StreamopsError("vacuum deletes files: add --dry-run to see what it would delete, or --yes to delete them")
+    results = vacuum_tables(
+        _maintained_tables(args), _lake(args), args.checkpoint, args.retention_hours, args.dry_run,
+        args.allow_short_retention,
+    )
+    print_json({"tables": [r.to_json() for r in results]}) if args.json else print(vacuum_text(results))
+    return 2 if any(r.refused for r in results) else 0
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from checkpoint_tools.maintenance_text import optimize_text
+    from checkpoint_tools.stream_readers import find_readers
+    from checkpoint_tools.stream_safe_optimize import optimize_table
+
+    readers = find_readers(_lake(args), args.checkpoint)
+    results = [optimize_table(t, readers, args.target_size, args.dry_run) for t in _maintained_tables(args)]
+    print_json({"tables": [r.to_json() for r in results]}) if args.json else print(optimize_text(results))
+    return 2 if any(r.duplicated for r in results) else 0
 
 
 def _command(commands: Subcommands, name: str, summary: str, example: str, handler: Handler) -> argparse.ArgumentParser:

@@ -14,10 +14,10 @@ from typing import Any
 
 from checkpoint_tools.findings import Finding, FindingCode, Severity
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
-from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot
+from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot, processed_position
 from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import BASE_INDEX, DeltaSourceOffset, IndexedFile
+from streamops.delta_offsets import DeltaSourceOffset, IndexedFile
 from streamops.storage.location import Location
 
 
@@ -81,17 +81,9 @@ class DoctorContext:
     def processed_position(self) -> DeltaSourceOffset | None:
         """Where the Delta source's processed data ends: the latest committed batch's end offset,
         or, before any commit, the position just before batch 0's data."""
-        ckpt, slot = self.checkpoint, self.delta_slot
-        if slot is None:
+        if self.delta_slot is None:
             return None
-        committed = delta_end(ckpt, ckpt.latest_committed, slot)
-        if committed is not None:
-            return committed
-        if ckpt.latest_committed is None:
-            first = delta_end(ckpt, 0, slot)
-            if first is not None:
-                return DeltaSourceOffset(first.reservoir_version, BASE_INDEX, first.is_starting_version, first.reservoir_id)
-        return None
+        return processed_position(self.checkpoint, self.delta_slot)
 
     @cached_property
     def pending_files(self) -> list[IndexedFile]:

@@ -14,7 +14,7 @@ from deltalake.exceptions import DeltaError
 
 from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog, LogRetention, data_file_path
-from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset, IndexedFile
+from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, IndexedFile
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
 from streamops.storage.location import Location
 
@@ -34,6 +34,20 @@ def delta_end(checkpoint: Checkpoint, batch_id: int | None, slot: int) -> DeltaS
         return None
     sources = checkpoint.offsets[batch_id].sources
     return sources[slot].delta if slot < len(sources) else None
+
+
+def processed_position(checkpoint: Checkpoint, slot: int) -> DeltaSourceOffset | None:
+    """Where the Delta source at `slot` has processed through: the latest committed batch's end
+    offset, or, before any commit, the position just before batch 0's data. A restart (and a
+    replay of an uncommitted batch) reads on from there. None when the checkpoint cannot tell."""
+    committed = delta_end(checkpoint, checkpoint.latest_committed, slot)
+    if committed is not None:
+        return committed
+    if checkpoint.latest_committed is None:
+        first = delta_end(checkpoint, 0, slot)
+        if first is not None:
+            return DeltaSourceOffset(first.reservoir_version, BASE_INDEX, first.is_starting_version, first.reservoir_id)
+    return None
 
 
 @dataclass

@@ -13,8 +13,8 @@ from streamops.cli_support import (
     add_command,
     add_json_option,
     add_lake_option,
-    add_subcommands,
     format_table,
+    lake_commands,
     print_json,
 )
 
@@ -104,14 +104,8 @@ def _add_demo(subcommands: Subcommands) -> None:
 
 
 def _add_lake(subcommands: Subcommands) -> None:
-    group = add_command(
-        subcommands,
-        "lake",
-        summary="offline maintenance of the lake's tables (promote a silver column)",
-        epilog="example:\n  streamops lake promote --lake lake --event-type match_end --field player.score --to double --yes",
-    )
     promote = add_command(
-        add_subcommands(group, "lake_command"),
+        lake_commands(subcommands),
         "promote",
         summary="widen a silver column (e.g. long -> double) and move its rescued values back",
         description="Rewrite silver/<event type> with a wider column type, offline, and record it in the schema registry.",

@@ -45,6 +45,24 @@ def add_subcommands(parser: argparse.ArgumentParser, dest: str) -> Subcommands:
     return parser.add_subparsers(dest=dest, metavar="SUBCOMMAND", required=True)
 
 
+LAKE_GROUP = "lake"
+LAKE_SUMMARY = "maintain the lake's tables: stream-safe vacuum and optimize, promote a silver column"
+LAKE_EPILOG = """examples:
+  streamops lake vacuum --lake lake --dry-run
+  streamops lake optimize --lake lake
+  streamops lake promote --lake lake --event-type match_end --field player.score --to double --yes"""
+
+
+def lake_commands(subcommands: Subcommands) -> Subcommands:
+    """The subcommands of `streamops lake`, which several packages extend (checkpoint_tools:
+    vacuum and optimize; pipeline: promote): created by the first to ask, shared after."""
+    group = subcommands.choices.get(LAKE_GROUP)
+    if group is None:
+        group = add_command(subcommands, LAKE_GROUP, summary=LAKE_SUMMARY, epilog=LAKE_EPILOG)
+        group.set_defaults(lake_subcommands=add_subcommands(group, "lake_command"))
+    return group.get_default("lake_subcommands")
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the stable, documented JSON form instead of a table"

@@ -22,6 +22,7 @@ from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
 from streamops.storage.location import Location, LocationLike
+from streamops.table_retention import TableRetention
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,10 @@ class DeltaLog:
         if not versions:
             raise TableNotFoundError(f"no Delta commits under `{self._log_dir}`")
         return min(versions)
+
+    def table_retention(self) -> TableRetention:
+        """The table's retention properties (VACUUM's and log cleanup's), Delta's defaults if unset."""
+        return TableRetention.from_configuration(self.delta_table.metadata().configuration)
 
     def retention(self) -> "LogRetention":
         """What log cleanup has left: the oldest commit JSON and the oldest snapshot Delta can

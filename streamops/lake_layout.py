@@ -135,6 +135,11 @@ class LakeLayout:
             candidates.extend(parent.subdirs())
         return [p for p in candidates if DELTA_LOG_DIR in p.list_dir().dirs]
 
+    @staticmethod
+    def is_pipeline_stream(stream: str) -> bool:
+        """True for the streams `streamops run` starts (their tables are known by name)."""
+        return stream in (BRONZE_STREAM, MANAGEMENT_STREAM) or stream.startswith(SILVER_STREAM_PREFIX)
+
     def stream_source_table(self, stream: str) -> Location | None:
         """The Delta table a pipeline stream reads, or None for the file-sourced bronze stream."""
         if stream.startswith(SILVER_STREAM_PREFIX):
