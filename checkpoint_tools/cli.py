@@ -92,6 +92,8 @@ def register(subcommands: Subcommands) -> None:
                         help="report a stream as stalled after this long without a commit (default 900)")
     doctor.add_argument("--backlog-warning-seconds", type=float, default=3600.0,
                         help="warn when the oldest unprocessed source commit is older (default 3600)")
+    doctor.add_argument("--retention-warning-seconds", type=float, default=86400.0,
+                        help="warn when retention may remove unread source data within this (default 86400)")
 
     rewind = _command(
         commands, "rewind", "make the next run plan again from batch N (backs the checkpoint up first)",
@@ -225,7 +227,11 @@ def _doctor(args: argparse.Namespace) -> int:
     from checkpoint_tools.findings import EXIT_HEALTHY, exit_code
     from checkpoint_tools.text_report import diagnoses_text
 
-    settings = DoctorSettings(stall_seconds=args.stall_seconds, backlog_warning_seconds=args.backlog_warning_seconds)
+    settings = DoctorSettings(
+        stall_seconds=args.stall_seconds,
+        backlog_warning_seconds=args.backlog_warning_seconds,
+        retention_warning_seconds=args.retention_warning_seconds,
+    )
     lake = _lake(args)
     if args.checkpoints:
         targets = checkpoint_targets(args.checkpoints, args.source_table, args.sink_table, lake, args.stream)

@@ -16,7 +16,7 @@ from typing import Any
 
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from checkpoint_tools.sink_index import SinkTableIndex
-from checkpoint_tools.source_table import SourceTable, delta_source_slot
+from checkpoint_tools.source_table import SourceTable, delta_source_slot, reservoir_id
 from streamops.checkpoint_reader import Batch, Checkpoint, read_checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.exceptions import StreamopsError
@@ -160,7 +160,7 @@ def correlate(
     """
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else read_checkpoint(checkpoint, last_batches)
     identity = StreamIdentity(stream or ckpt.stream, ckpt.query_id)
-    source_path, sink_paths = resolve_tables(identity, source_table, sink_tables, lake, sink_index)
+    source_path, sink_paths = resolve_tables(identity, source_table, sink_tables, lake, sink_index, reservoir_id(ckpt))
     batches = ckpt.batches()
     sink_by_batch = _sink_commits_by_batch(sink_paths, identity, batches, sink_index)
     source = SourceTable(source_path) if source_path is not None else None
@@ -190,15 +190,19 @@ def resolve_tables(
     sink_tables: Sequence[LocationLike],
     lake: LakeLayout | None,
     sink_index: SinkTableIndex | None,
+    reservoir_id: str | None = None,
 ) -> tuple[Location | None, list[Location]]:
-    """The source and sink tables of a checkpoint: as given, else from the lake."""
+    """The source and sink tables of a checkpoint: as given, else from the lake (its layout for
+    the pipeline's streams, the table whose id is the Delta offsets' `reservoirId` for others)."""
     source = Location.of(source_table) if source_table is not None else None
     sinks = [Location.of(t) for t in sink_tables]
     if lake is not None:
+        index = sink_index or SinkTableIndex(lake)
         if source is None:
             source = lake.stream_source_table(identity.stream)
+        if source is None and reservoir_id:
+            source = index.table_with_id(reservoir_id)
         if not sinks:
-            index = sink_index or SinkTableIndex(lake)
             sinks = sorted(index.tables_for(identity.app_ids))
     return source, sinks
 

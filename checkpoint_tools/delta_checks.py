@@ -5,7 +5,6 @@ from __future__ import annotations
 from checkpoint_tools.doctor_context import DoctorContext
 from checkpoint_tools.findings import Finding
 from checkpoint_tools.source_table import delta_end
-from streamops.backlog import delta_backlog
 from streamops.exceptions import StreamopsError, VersionNotInLogError
 
 MAX_LISTED_FILES = 10
@@ -116,7 +115,7 @@ def check_backlog(ctx: DoctorContext) -> list[Finding]:
     if not ctx.source_usable or ctx.processed_position is None:
         return []
     try:
-        backlog = delta_backlog(ctx.source.index, ctx.processed_position, now=ctx.now)  # type: ignore[union-attr]
+        backlog = ctx.backlog
     except VersionNotInLogError:
         return []
     if backlog.is_empty:
@@ -136,6 +135,66 @@ def check_backlog(ctx: DoctorContext) -> list[Finding]:
             seconds=round(backlog.seconds, 3),
             oldest_pending_version=backlog.oldest_pending_version,
             latest_version=ctx.source.latest_version,  # type: ignore[union-attr]
+        )
+    ]
+
+
+def check_retention_headroom(ctx: DoctorContext) -> list[Finding]:
+    if not ctx.source_usable or ctx.processed_position is None:
+        return []
+    try:
+        backlog = ctx.backlog
+    except VersionNotInLogError:
+        return []  # reported by check_source_retention
+    headroom = backlog.retention
+    if headroom is None or headroom.least >= ctx.settings.retention_warning_seconds:
+        return []
+    retention = ctx.source.log.table_retention()  # type: ignore[union-attr]
+    files_first = headroom.files <= headroom.log
+    what = "VACUUM may delete its files" if files_first else "log cleanup may drop its commit"
+    when = "already" if headroom.least <= 0 else f"in {headroom.least / 3600:.1f} h"
+    return [
+        ctx.finding(
+            "retention_headroom",
+            "warning",
+            f"the oldest unread source data (version {backlog.oldest_pending_version}, committed "
+            f"{backlog.seconds / 3600:.1f} h ago) is close to the table's retention: {what} {when}",
+            "Catch the stream up before then (start it, or give it more resources); vacuum the source "
+            "with `streamops lake vacuum`, which keeps what streams still need; or raise "
+            "delta.deletedFileRetentionDuration / delta.logRetentionDuration on the source table.",
+            table=str(ctx.source.path),  # type: ignore[union-attr]
+            oldest_pending_version=backlog.oldest_pending_version,
+            headroom_files_seconds=round(headroom.files, 1),
+            headroom_log_seconds=round(headroom.log, 1),
+            deleted_file_retention_seconds=retention.deleted_files_seconds,
+            log_retention_seconds=retention.log_seconds,
+        )
+    ]
+
+
+def check_unread_change_commits(ctx: DoctorContext) -> list[Finding]:
+    if not ctx.source_usable or ctx.processed_position is None:
+        return []
+    try:
+        changes = ctx.backlog.change_commits
+    except VersionNotInLogError:
+        return []
+    if not changes:
+        return []
+    first = changes[0]
+    return [
+        ctx.finding(
+            "unread_change_commits",
+            "warning",
+            f"{len(changes)} unread source commit(s) are not appends: "
+            + ", ".join(c.describe() for c in changes[:MAX_LISTED_FILES])
+            + f"; with default options the stream fails at version {first.version}",
+            "Decide before the stream gets there: set skipChangeCommits=true on the source to skip "
+            "them (ignoreDeletes=true skips deletes only; ignoreChanges=true re-reads rewritten files, "
+            "duplicating their unchanged rows), or restart it on a new checkpoint with "
+            f"startingVersion={changes[-1].version + 1} and back-fill; a schema change needs a restart.",
+            table=str(ctx.source.path),  # type: ignore[union-attr]
+            change_commits=[c.to_json() for c in changes],
         )
     ]
 
@@ -311,6 +370,8 @@ DELTA_CHECKS = (
     check_source_retention,
     check_vacuumed_files,
     check_backlog,
+    check_retention_headroom,
+    check_unread_change_commits,
     check_stalled,
     check_sink_txn,
     check_sink_other_query,

@@ -21,6 +21,7 @@ from deltalake.exceptions import DeltaError
 
 from checkpoint_tools.checkpoint_checks import CHECKPOINT_CHECKS
 from checkpoint_tools.correlation import resolve_tables
+from checkpoint_tools.source_table import reservoir_id
 from checkpoint_tools.delta_checks import DELTA_CHECKS
 from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
 from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
@@ -154,9 +155,21 @@ def checkpoint_targets(
     targets = []
     for checkpoint in map(Location.of, checkpoints):
         identity = StreamIdentity(stream or checkpoint.name, read_query_id(checkpoint))
-        source, sinks = resolve_tables(identity, source_table, sink_tables, lake, index)
+        reads_from = None
+        if source_table is None and lake is not None and not lake.is_pipeline_stream(identity.stream):
+            reads_from = _newest_reservoir_id(checkpoint)
+        source, sinks = resolve_tables(identity, source_table, sink_tables, lake, index, reads_from)
         targets.append(DoctorTarget(checkpoint, source, tuple(sinks), identity.stream))
     return targets
+
+
+def _newest_reservoir_id(checkpoint: Location) -> str | None:
+    """Which Delta table a user stream of the lake reads (its newest offsets); None when it reads
+    none or cannot be read (the diagnosis reports why)."""
+    try:
+        return reservoir_id(read_checkpoint(checkpoint, last_batches=1))
+    except StreamopsError:
+        return None
 
 
 def diagnose_lake(

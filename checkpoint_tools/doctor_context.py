@@ -15,6 +15,7 @@ from typing import Any
 from checkpoint_tools.findings import Finding, FindingCode, Severity
 from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot, processed_position
+from streamops.backlog import Backlog, delta_backlog
 from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import DeltaSourceOffset, IndexedFile
@@ -28,6 +29,7 @@ class DoctorSettings:
     recent_batches: int = 20
     backlog_warning_seconds: float = 3600.0
     stall_seconds: float = 900.0
+    retention_warning_seconds: float = 86400.0
     sink_scan_commits: int = 20
     now: float | None = None
 
@@ -91,6 +93,13 @@ class DoctorContext:
         Raises VersionNotInLogError when log cleanup removed what they need."""
         assert self.source is not None and self.processed_position is not None
         return self.source.files_after(self.processed_position)
+
+    @cached_property
+    def backlog(self) -> Backlog:
+        """What waits in the Delta source after the processed position (sizes, age, retention
+        headroom, unread change commits). Raises VersionNotInLogError when log cleanup removed it."""
+        assert self.source is not None and self.processed_position is not None
+        return delta_backlog(self.source.index, self.processed_position, now=self.now)
 
     @cached_property
     def sink_txns(self) -> dict[Location, int | None]:

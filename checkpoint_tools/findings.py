@@ -26,6 +26,8 @@ FindingCode = Literal[
     "source_version_cleaned_up",
     "source_files_vacuumed",
     "backlog",
+    "retention_headroom",
+    "unread_change_commits",
     "stalled",
     "sink_txn_ahead",
     "sink_txn_behind",
@@ -95,6 +97,12 @@ CATALOG: dict[str, FindingKind] = {
                     "data files a pending batch must read were removed by VACUUM; restart will fail"),
         FindingKind("backlog", ("info", "warning"),
                     "source data not yet processed, in versions, files, bytes and seconds"),
+        FindingKind("retention_headroom", ("warning",),
+                    "the oldest unread source data is within --retention-warning-seconds (or past) of "
+                    "the table's deletedFileRetentionDuration / logRetentionDuration"),
+        FindingKind("unread_change_commits", ("warning",),
+                    "unread source commits that delete, rewrite or change the schema: the stream fails "
+                    "there unless skipChangeCommits/ignoreDeletes/ignoreChanges say otherwise"),
         FindingKind("stalled", ("warning",),
                     "no batch committed since the source advanced, for longer than the stall threshold"),
         FindingKind("sink_txn_ahead", ("error",),

@@ -59,6 +59,13 @@ class SinkTableIndex:
                 found[table] = max(versions)
         return found
 
+    def table_with_id(self, table_id: str) -> Location | None:
+        """The lake's table whose Delta table id is `table_id` (what a Delta source's offsets
+        name as `reservoirId`), or None."""
+        if not self._loaded:
+            self.refresh()
+        return next((table for table, log in self._logs.items() if log.table_id() == table_id), None)
+
     def log(self, table: Location) -> DeltaLog:
         if not self._loaded:
             self.refresh()

@@ -23,7 +23,7 @@ class SkippedCheck:
         return {"checks": self.checks, "reason": self.reason}
 
 
-SOURCE_CHECKS = "Delta source checks (files vacuumed or versions cleaned up, table identity, backlog)"
+SOURCE_CHECKS = "Delta source checks (files vacuumed or versions cleaned up, table identity, backlog, retention headroom, unread change commits)"
 SINK_CHECKS = "sink checks (batches committed twice or missing, other writers)"
 BROKER_CHECKS = "offsets against the {kind} source itself (retention, deleted topics or partitions)"
 

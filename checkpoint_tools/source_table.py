@@ -28,6 +28,13 @@ def delta_source_slot(checkpoint: Checkpoint) -> int | None:
     return None
 
 
+def reservoir_id(checkpoint: Checkpoint) -> str | None:
+    """The table id the (first) Delta source of the newest batch reads, if any."""
+    slot = delta_source_slot(checkpoint)
+    end = None if slot is None else delta_end(checkpoint, checkpoint.latest_planned, slot)
+    return end.reservoir_id if end is not None and end.reservoir_id else None
+
+
 def delta_end(checkpoint: Checkpoint, batch_id: int | None, slot: int) -> DeltaSourceOffset | None:
     """The Delta end offset batch `batch_id` recorded for the source at `slot`."""
     if batch_id is None or batch_id not in checkpoint.offsets:

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dashboards import promql
-from monitor.metric_catalog import BACKLOG_ESTIMATED_SECONDS, BACKLOG_SECONDS
+from monitor.metric_catalog import (
+    BACKLOG_ESTIMATED_SECONDS,
+    BACKLOG_SECONDS,
+    SOURCE_CHANGE_COMMITS,
+    SOURCE_RETENTION_HEADROOM,
+)
 
 Comparison = Literal[">", "<"]
 Severity = Literal["critical", "warning"]
@@ -46,6 +51,8 @@ class AlertThresholds:
     state_unbounded_for: str = "30m"
     watermark_stalled_for: str = "10m"
     late_rows_window: str = "15m"
+    retention_headroom_seconds: float = 86400
+    retention_headroom_for: str = "5m"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ def format_number(value: float) -> str:
 
 STATUS = "`streamops status --lake <lake>`"
 DOCTOR = "`streamops checkpoint doctor --lake <lake>`"
+VACUUM = "`streamops lake vacuum --lake <lake>`"
 
 
 def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[AlertRule, ...]:
@@ -256,6 +264,41 @@ def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[
                 "{{ $labels.stream }} dropped input rows whose event time was behind the watermark; "
                 "they are missing from its results. If they must count, raise the watermark delay; "
                 f"otherwise find the producer that sends old events. {STATUS} lists the warning."
+            ),
+        ),
+        AlertRule(
+            name="SourceRetentionHeadroomLow",
+            value=promql.least_per_stream(SOURCE_RETENTION_HEADROOM),
+            comparison="<",
+            threshold=t.retention_headroom_seconds,
+            pending=t.retention_headroom_for,
+            severity="critical",
+            summary=f"Unread source data of stream {{{{ $labels.stream }}}} can be deleted by retention in {VALUE}",
+            description=(
+                "Stream {{ $labels.stream }} has not read Delta source data committed so long ago that, "
+                f"within {format_number(t.retention_headroom_seconds)}s, VACUUM may delete its files "
+                "(delta.deletedFileRetentionDuration) or log cleanup its commits "
+                "(delta.logRetentionDuration); a restart after that fails and the data is lost to the "
+                f"stream. Catch the stream up first ({STATUS} shows why it lags); vacuum with {VACUUM}, "
+                "which keeps what streams still need, or raise the source table's retention."
+            ),
+            value_format="humanizeDuration",
+        ),
+        AlertRule(
+            name="SourceChangeCommitsUnread",
+            value=promql.stream_sum(SOURCE_CHANGE_COMMITS),
+            comparison=">",
+            threshold=0,
+            pending="0m",
+            severity="warning",
+            summary=f"Stream {{{{ $labels.stream }}}} has {VALUE} unread source commits that are not appends",
+            description=(
+                "A Delta source of stream {{ $labels.stream }} holds commits it has not read yet that "
+                "delete, rewrite (UPDATE, MERGE, OVERWRITE) or change the schema of the table. With "
+                "Delta's default options the stream fails when it reaches the first; with "
+                "skipChangeCommits it skips them, with ignoreChanges it reads rewritten files again "
+                f"(duplicates); a schema change stops it whatever the options. {DOCTOR} and {STATUS} "
+                "name each version and operation: decide before the stream gets there."
             ),
         ),
     )

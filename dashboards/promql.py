@@ -221,9 +221,16 @@ def label_values(spec: MetricSpec, label: str, scope: Scope = UNSCOPED) -> str:
     return f"label_values({selector(spec, scope)}, {label})"
 
 
-def per_source(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
-    """One value per source of each stream, labelled with the source's position and kind."""
-    return f"max by (stream, source, kind) ({selector(spec, scope)})"
+def per_source(spec: MetricSpec, scope: Scope = UNSCOPED, *by: str) -> str:
+    """One value per source of each stream, labelled with the source's position and kind (and
+    per `by` label, e.g. `retention`)."""
+    labels = ", ".join(("stream", "source", "kind", *by))
+    return f"max by ({labels}) ({selector(spec, scope)})"
+
+
+def least_per_stream(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:
+    """The smallest value over a stream's series (the source with the least headroom)."""
+    return f"min by (stream) ({selector(spec, scope)})"
 
 
 def stream_sum(spec: MetricSpec, scope: Scope = UNSCOPED) -> str:

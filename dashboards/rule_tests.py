@@ -26,6 +26,8 @@ from monitor.metric_catalog import (
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
     SCHEMA_ALERTS,
+    SOURCE_CHANGE_COMMITS,
+    SOURCE_RETENTION_HEADROOM,
     STATE_ROWS_DROPPED,
     STREAM_FAILURES,
     STREAM_STATUS,
@@ -274,6 +276,31 @@ CASES: tuple[RuleCase, ...] = (
             ("40m", ()),
         ),
     ),
+    RuleCase(
+        alert="SourceRetentionHeadroomLow",
+        input_series=(
+            # 30 hours of headroom, shrinking by a minute a minute: under a day from minute 360 on
+            series(SOURCE_RETENTION_HEADROOM, "108000-60x400", stream="lagging", source="0", kind="delta", retention="deleted_files"),
+            series(SOURCE_RETENTION_HEADROOM, "2592000-60x400", stream="lagging", source="0", kind="delta", retention="log"),
+            series(SOURCE_RETENTION_HEADROOM, "604800x400", stream="caught_up", source="0", kind="delta", retention="deleted_files"),
+        ),
+        evaluations=(
+            ("362m", ()),
+            ("370m", (Firing({"stream": "lagging"}, "Unread source data of stream lagging can be deleted by retention in 23h 50m 0s"),)),
+        ),
+    ),
+    RuleCase(
+        alert="SourceChangeCommitsUnread",
+        input_series=(
+            series(SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="rewrite"),
+            series(SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="delete"),
+            series(SOURCE_CHANGE_COMMITS, "0x15", stream="appends_only", source="0", kind="delta", change="rewrite"),
+        ),
+        evaluations=(
+            ("3m", ()),
+            ("8m", (Firing({"stream": "upstream_merge"}, "Stream upstream_merge has 2 unread source commits that are not appends"),)),
+        ),
+    ),
 )
 
 _LABEL_REFERENCE = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
@@ -296,11 +323,12 @@ def tests_document(rules: Sequence[AlertRule], rule_file: str) -> dict[str, Any]
     return {
         "rule_files": [rule_file],
         "evaluation_interval": STEP,
-        "tests": [_test_group(case, by_name[case.alert]) for case in CASES],
+        "tests": [rule_test_group(case, by_name[case.alert]) for case in CASES],
     }
 
 
-def _test_group(case: RuleCase, rule: AlertRule) -> dict[str, Any]:
+def rule_test_group(case: RuleCase, rule: AlertRule) -> dict[str, Any]:
+    """One test group of a `promtool test rules` file: the case's series, evaluated for its alert."""
     return {
         "name": case.alert,
         "interval": STEP,

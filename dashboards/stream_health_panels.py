@@ -20,6 +20,8 @@ from monitor.metric_catalog import (
     ROCKSDB_CHECKPOINT_BYTES,
     ROCKSDB_COMMIT_SECONDS,
     ROCKSDB_SST_BYTES,
+    SOURCE_CHANGE_COMMITS,
+    SOURCE_RETENTION_HEADROOM,
     STATE_MEMORY,
     STATE_ROWS,
     STATE_ROWS_DROPPED,
@@ -87,6 +89,30 @@ def with_stream_health_panels(builder: Dashboard, scope: promql.Scope) -> Dashbo
             )
         )
         .with_panel(
+            panels.series_panel(
+                "Retention headroom",
+                "Per Delta source: time left before VACUUM (deleted_files) or log cleanup (log) may "
+                "remove the oldest data the stream has not read (its commit time + the table's "
+                "retention - now). Under a day fires SourceRetentionHeadroomLow.",
+                "s",
+                promql.per_source(SOURCE_RETENTION_HEADROOM, scope, "retention"),
+                SOURCE_LEGEND + " {{retention}}",
+                width=12,
+            )
+        )
+        .with_panel(
+            panels.series_panel(
+                "Unread change commits",
+                "Per Delta source: unread commits that delete, rewrite or change the schema of the "
+                "table. By default the stream fails when it reaches one; `streamops checkpoint "
+                "doctor` names them.",
+                "none",
+                promql.per_source(SOURCE_CHANGE_COMMITS, scope, "change"),
+                SOURCE_LEGEND + " {{change}}",
+                width=12,
+            )
+        )
+        .with_panel(
             panels.time_series(
                 "Watermark and event-time lag",
                 "Batch start minus the event-time watermark (how far windows trail real time) and "
@@ -103,8 +129,8 @@ def with_stream_health_panels(builder: Dashboard, scope: promql.Scope) -> Dashbo
         .with_panel(
             panels.series_panel(
                 "Warnings",
-                "1 while a warning holds: unbounded state, stalled watermark, late rows dropped "
-                "(rules in the README).",
+                "1 while a warning holds: unbounded state, stalled watermark, late rows dropped, "
+                "source retention low, unread source change commits (rules in the README).",
                 "none",
                 promql.current_warnings(scope),
                 f"{{{{{warning}}}}}",

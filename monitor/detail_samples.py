@@ -7,14 +7,16 @@ watermark series (never a 0 that would read as "caught up").
 
 from __future__ import annotations
 
-from typing import Callable
+from collections import Counter
+from typing import Callable, get_args
 
 from monitor import metric_catalog as catalog
 from monitor.fleet import StreamView
-from monitor.metric_catalog import MetricSpec
+from monitor.metric_catalog import RETENTION_KINDS, MetricSpec
 from monitor.progress_event import operator_labels
 from monitor.source_lag import estimated_seconds, read_rate
 from monitor.state_counters import ROCKSDB_SST_BYTES, rocksdb_commit_phases
+from streamops.change_commits import ChangeKind
 
 Add = Callable[[MetricSpec, list[str], object], None]
 
@@ -35,6 +37,13 @@ def add_source_samples(add: Add, view: StreamView) -> None:
         ):
             if value is not None:
                 add(spec, labels, value)
+        for retention, headroom in zip(RETENTION_KINDS, (lag.retention_files_seconds, lag.retention_log_seconds)):
+            if headroom is not None:
+                add(catalog.SOURCE_RETENTION_HEADROOM, labels + [retention], headroom)
+        if lag.measured and lag.kind == "delta":
+            kinds = Counter(change.kind for change in lag.change_commits)
+            for change in get_args(ChangeKind):
+                add(catalog.SOURCE_CHANGE_COMMITS, labels + [change], kinds[change])
 
 
 def add_state_samples(add: Add, view: StreamView) -> None:

@@ -127,6 +127,11 @@ class StreamStatusRow:
                     "seconds": _round(lag.seconds),
                     "estimated_seconds": _round(estimate),
                     "measured": lag.measured,
+                    "retention_headroom_seconds": {
+                        "deleted_files": _round(lag.retention_files_seconds),
+                        "log": _round(lag.retention_log_seconds),
+                    },
+                    "unread_change_commits": [c.to_json() for c in lag.change_commits],
                 }
                 for lag, estimate in zip(self.sources, self.estimated_seconds)
             ],

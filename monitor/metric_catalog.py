@@ -15,7 +15,9 @@ from typing import Literal, get_args
 MetricKind = Literal["gauge", "counter", "stateset", "info", "histogram"]
 StreamStatus = Literal["ok", "idle", "lagging", "stalled", "failed", "stopped"]
 STREAM_STATUSES: tuple[str, ...] = get_args(StreamStatus)
-StreamWarningCode = Literal["state_unbounded", "watermark_stalled", "late_rows_dropped"]
+StreamWarningCode = Literal[
+    "state_unbounded", "watermark_stalled", "late_rows_dropped", "source_retention_low", "source_change_commits"
+]
 STREAM_WARNINGS: tuple[str, ...] = get_args(StreamWarningCode)
 BATCH_PHASES: tuple[str, ...] = (
     "addBatch",
@@ -63,7 +65,8 @@ STREAM_STATUS = MetricSpec(
 STREAM_WARNING = MetricSpec(
     "streamops_stream_warning",
     "stateset",
-    "Warnings about a running stream (each state is 1 while it holds): unbounded state, stalled watermark, late rows dropped",
+    "Warnings about a running stream (each state is 1 while it holds): unbounded state, stalled watermark, "
+    "late rows dropped, unread source data close to its retention, unread source commits that are not appends",
     STREAM,
     states=STREAM_WARNINGS,
 )
@@ -145,6 +148,23 @@ BACKLOG_ESTIMATED_SECONDS = MetricSpec(
     "gauge",
     "Estimate: seconds to read the source's offset backlog at the rate it read over recent batches",
     SOURCE,
+)
+RETENTION_KINDS: tuple[str, ...] = ("deleted_files", "log")
+"""Label `retention` of SOURCE_RETENTION_HEADROOM: VACUUM's (delta.deletedFileRetentionDuration)
+or log cleanup's (delta.logRetentionDuration)."""
+SOURCE_RETENTION_HEADROOM = MetricSpec(
+    "streamops_stream_source_retention_headroom_seconds",
+    "gauge",
+    "Delta source: seconds until the table's retention may remove the oldest unread data "
+    "(its commit time + the retention - now; negative once passed)",
+    SOURCE + ("retention",),
+)
+SOURCE_CHANGE_COMMITS = MetricSpec(
+    "streamops_stream_source_unread_change_commits",
+    "gauge",
+    "Delta source: unread commits that are not appends (delete, rewrite, schema_change), which "
+    "stop a stream unless its options skip them",
+    SOURCE + ("change",),
 )
 FRESHNESS = MetricSpec(
     "streamops_stream_freshness_seconds",
@@ -289,6 +309,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     BACKLOG_OFFSETS,
     BACKLOG_MAX_PARTITION_OFFSETS,
     BACKLOG_ESTIMATED_SECONDS,
+    SOURCE_RETENTION_HEADROOM,
+    SOURCE_CHANGE_COMMITS,
     FRESHNESS,
     WATERMARK_LAG,
     EVENT_TIME_MAX_LAG,

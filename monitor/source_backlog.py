@@ -262,13 +262,18 @@ class SourceBacklog:
 
 
 def _combine(backlogs: list[Backlog]) -> Backlog:
+    """The stream's backlog over its sources: sizes add up, the oldest data and the least
+    retention headroom speak for the stream, and every source's unread change commits count."""
     if len(backlogs) == 1:
         return backlogs[0]
+    headrooms = [b.retention for b in backlogs if b.retention is not None]
     return Backlog(
         versions=sum(b.versions for b in backlogs),
         files=sum(b.files for b in backlogs),
         bytes=sum(b.bytes for b in backlogs),
         seconds=max(b.seconds for b in backlogs),
+        retention=min(headrooms, key=lambda h: h.least) if headrooms else None,
+        change_commits=tuple(c for b in backlogs for c in b.change_commits),
     )
 
 

@@ -19,6 +19,7 @@ from monitor.progress_event import SourceProgress
 from monitor.source_kinds import SourceKind, description_label, kind_of
 from monitor.status_rules import ProgressSample
 from streamops.backlog import Backlog
+from streamops.change_commits import ChangeCommit
 from streamops.offset_log import classify_offset
 
 MIN_OFFSETS_BEHIND = "minOffsetsBehindLatest"
@@ -79,7 +80,10 @@ class SourceLag:
     `files`, `bytes`, `versions` and `seconds` are the monitor's own measurement where it can
     make one (`measured`: Delta tables and Spark's file source), else what the source reported.
     `seconds` is the age of the oldest waiting data (or, for Kinesis, the time behind the
-    stream's tip). None means unknown, never zero."""
+    stream's tip). None means unknown, never zero. For a Delta source the monitor measured,
+    `retention_files_seconds` / `retention_log_seconds` are the time left before VACUUM / log
+    cleanup may remove its oldest unread data, and `change_commits` its unread commits that are
+    not appends."""
 
     source: int
     kind: SourceKind
@@ -92,6 +96,9 @@ class SourceLag:
     versions: int | None = None
     seconds: float | None = None
     measured: bool = False
+    retention_files_seconds: float | None = None
+    retention_log_seconds: float | None = None
+    change_commits: tuple[ChangeCommit, ...] = ()
 
 
 def source_lag(source_id: int, source: SourceProgress, measured: Backlog | None, pending: bool | None) -> SourceLag:
@@ -114,6 +121,9 @@ def source_lag(source_id: int, source: SourceProgress, measured: Backlog | None,
             versions=measured.versions,
             seconds=measured.seconds,
             measured=True,
+            retention_files_seconds=measured.retention.files if measured.retention else None,
+            retention_log_seconds=measured.retention.log if measured.retention else None,
+            change_commits=measured.change_commits,
         )
     waiting = [n for n in (reported.offsets, reported.files) if n is not None]
     if waiting:

@@ -14,6 +14,7 @@ from itertools import pairwise
 
 from monitor.metric_catalog import StreamStatus, StreamWarningCode
 from streamops.backlog import Backlog
+from streamops.cli_support import human_seconds
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class StatusPolicy:
     default_interval_seconds: float = 10.0
     silent_after_seconds: float = 180.0
     log_delay_seconds: float = 15.0
+    retention_warning_seconds: float = 24 * 3600.0
 
     def __post_init__(self) -> None:
         if self.window < 2 or not 2 <= self.min_batches <= self.window:
@@ -119,7 +121,9 @@ def evaluate(
     verdict = _status(obs, samples, now, policy, offline)
     if verdict.status in ("failed", "stopped"):
         return verdict
-    return StatusVerdict(verdict.status, verdict.reason, warnings_of(samples, policy))
+    return StatusVerdict(
+        verdict.status, verdict.reason, warnings_of(samples, policy) + source_warnings(obs.backlog, policy)
+    )
 
 
 def _status(
@@ -219,6 +223,47 @@ def warnings_of(
         late_rows_dropped(samples),
     )
     return tuple(w for w in found if w is not None)
+
+
+def source_warnings(backlog: Backlog | None, policy: StatusPolicy = DEFAULT_POLICY) -> tuple[StreamWarning, ...]:
+    """The warnings about what waits in the stream's Delta sources (measured now)."""
+    if backlog is None:
+        return ()
+    found = (source_retention_low(backlog, policy), source_change_commits(backlog))
+    return tuple(w for w in found if w is not None)
+
+
+def source_retention_low(backlog: Backlog, policy: StatusPolicy = DEFAULT_POLICY) -> StreamWarning | None:
+    """WARNING `source_retention_low`: the oldest unread data of a Delta source was committed so
+    long ago that, in less than `retention_warning_seconds` (or already), VACUUM may delete its
+    files (its commit time + `delta.deletedFileRetentionDuration`) or log cleanup its commit
+    (+ `delta.logRetentionDuration`): a restart after that fails."""
+    headroom = backlog.retention
+    if headroom is None or headroom.least >= policy.retention_warning_seconds:
+        return None
+    which = "VACUUM may delete its files" if headroom.files <= headroom.log else "log cleanup may drop its commit"
+    when = "now" if headroom.least <= 0 else f"in {human_seconds(headroom.least)}"
+    return StreamWarning(
+        "source_retention_low",
+        f"the oldest unread source data (version {backlog.oldest_pending_version}) is {which} {when}: catch "
+        "the stream up, or raise the source table's retention (`streamops lake vacuum` keeps what streams need)",
+    )
+
+
+def source_change_commits(backlog: Backlog) -> StreamWarning | None:
+    """WARNING `source_change_commits`: a Delta source has unread commits that are not appends
+    (DELETE, UPDATE, MERGE, OVERWRITE, a schema change): with Delta's default options the stream
+    fails when it reaches the first; skipChangeCommits skips them; ignoreChanges re-reads
+    rewritten files (duplicates); a schema change stops it whatever the options."""
+    changes = backlog.change_commits
+    if not changes:
+        return None
+    named = ", ".join(c.describe() for c in changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
+    return StreamWarning(
+        "source_change_commits",
+        f"unread source commits that are not appends: {named}; by default the stream fails at the first "
+        "(skipChangeCommits skips them, ignoreChanges re-reads rewritten files as duplicates)",
+    )
 
 
 def state_unbounded(

@@ -1,5 +1,7 @@
 """How far a Delta-sourced stream is behind its source, in the four dimensions users watch:
-versions, files, bytes and seconds (age of the oldest commit it has not processed).
+versions, files, bytes and seconds (age of the oldest commit it has not processed), and what
+waits there that can break it: retention that will delete unread files or commits (headroom),
+and unread commits that are not appends (`streamops.change_commits`).
 
 Spark-free: the monitor computes it for live metrics and checkpoint_tools for diagnosis, both
 from a recorded end offset and the source table's log.
@@ -10,16 +12,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from streamops.change_commits import ChangeCommit
 from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
+from streamops.table_retention import RetentionHeadroom
 
 
 @dataclass(frozen=True)
 class Backlog:
+    """`retention`: time left before VACUUM or log cleanup may remove the oldest unread data
+    (None when nothing is unread, or not a Delta source); `change_commits`: unread commits that
+    are not appends."""
+
     versions: int
     files: int
     bytes: int
     seconds: float
     oldest_pending_version: int | None = None
+    retention: RetentionHeadroom | None = None
+    change_commits: tuple[ChangeCommit, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -43,8 +53,9 @@ def delta_backlog(
             return NO_BACKLOG
         processed = replace(processed, reservoir_version=latest)
     pending = list(index.files_after(processed, latest))
+    changes = tuple(index.changes_between(processed.reservoir_version, latest))
     if not pending:
-        return NO_BACKLOG
+        return replace(NO_BACKLOG, change_commits=changes)
     oldest = pending[0].version
     committed_ms = index.log.commit_time_ms(oldest)
     current = time.time() if now is None else now
@@ -55,4 +66,6 @@ def delta_backlog(
         bytes=sum(item.file.size for item in pending),
         seconds=age,
         oldest_pending_version=oldest,
+        retention=index.log.table_retention().headroom(committed_ms, current) if committed_ms else None,
+        change_commits=changes,
     )

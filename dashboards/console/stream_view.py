@@ -100,6 +100,8 @@ def _sources(row: StreamStatusRow) -> None:
                 "bytes": lag.bytes,
                 "versions": lag.versions,
                 "oldest_seconds": lag.seconds,
+                "retention_headroom": _least(lag.retention_files_seconds, lag.retention_log_seconds),
+                "unread_changes": ", ".join(c.describe() for c in lag.change_commits) or None,
                 "from": "measured" if lag.measured else "reported",
             }
             for lag, estimate in zip(row.sources, row.estimated_seconds)
@@ -112,9 +114,21 @@ def _sources(row: StreamStatusRow) -> None:
             "bytes": st.column_config.NumberColumn("bytes", format="bytes"),
             "est_seconds_to_read": st.column_config.NumberColumn("est. s to read", format="%.0f"),
             "oldest_seconds": st.column_config.NumberColumn("oldest (s)", format="%.0f"),
+            "retention_headroom": st.column_config.NumberColumn(
+                "retention headroom (s)", format="%.0f",
+                help="time left before VACUUM or log cleanup may remove the oldest unread data",
+            ),
+            "unread_changes": st.column_config.TextColumn(
+                "unread change commits", help="unread commits that are not appends: the stream fails there by default",
+            ),
         },
         key="sources_table",
     )
+
+
+def _least(*values: float | None) -> float | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
 
 
 def _charts(history: pd.DataFrame) -> None:

@@ -149,8 +149,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return max_files, max_bytes
 
     def reportLatestOffset(self) -> dict | None:
+        """The table's newest position, for progress reporting only: read without the read mode,
+        so a change commit there fails the stream when a batch reaches it, not before."""
         latest = self.index.refresh()
-        files = self.index.commit_files(latest)
+        files = self.index.log.commit(latest).data_adds
         return DeltaSourceOffset(
             latest, len(files) - 1 if files else BASE_INDEX, False, self.index.table_id()
         ).to_json_dict()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from monitor_fixtures import recorded_sequence, replay
@@ -12,6 +13,10 @@ from monitor import metric_catalog as catalog
 from monitor.exporter import FleetCollector
 from monitor.fleet import Fleet, TableCommit
 from monitor.progress_event import QueryProgress
+from monitor.source_backlog import BacklogReading
+from monitor.source_lag import source_lag
+from streamops.change_commits import ChangeCommit
+from streamops.table_retention import RetentionHeadroom
 
 NOW = 2_000_000_000.0
 
@@ -113,8 +118,34 @@ def test_a_stopped_stream_is_down_and_silver_streams_carry_their_group():
     assert 'group="core"' in text and 'stream="silver_core"' in text
 
 
+def with_retention_and_changes(fleet: Fleet, stream: str) -> Fleet:
+    """The stream's Delta source measured with unread data near its retention and an unread MERGE."""
+    (event, reading), *_ = [(e, r) for e, r in recorded_sequence("sequence_delta_lagging.jsonl") if r is not None][-1:]
+    measured = replace(
+        reading.backlog,
+        retention=RetentionHeadroom(files=3600.0, log=2_000_000.0),
+        change_commits=(ChangeCommit(41, "rewrite", "MERGE", None),),
+    )
+    lag = source_lag(0, event.sources[0], measured, None)
+    fleet.update_backlog(stream, BacklogReading(measured, True, NOW, (lag,)))
+    return fleet
+
+
+def test_unread_changes_and_retention_headroom_become_source_families_and_warnings():
+    fleet = with_retention_and_changes(replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream")
+    value = scrape_registry(fleet).get_sample_value
+    source = {"stream": "delta_stream", "source": "0", "kind": "delta"}
+    assert value(catalog.SOURCE_RETENTION_HEADROOM.name, source | {"retention": "deleted_files"}) == 3600
+    assert value(catalog.SOURCE_RETENTION_HEADROOM.name, source | {"retention": "log"}) == 2_000_000
+    changes = {c: value(catalog.SOURCE_CHANGE_COMMITS.name, source | {"change": c}) for c in ("delete", "rewrite", "schema_change")}
+    assert changes == {"delete": 0, "rewrite": 1, "schema_change": 0}
+    warning = {"stream": "delta_stream", catalog.STREAM_WARNING.name: "source_retention_low"}
+    assert value(catalog.STREAM_WARNING.name, warning) == 1
+    assert value(catalog.STREAM_WARNING.name, warning | {catalog.STREAM_WARNING.name: "source_change_commits"}) == 1
+
+
 def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
-    fleet = replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True)
+    fleet = with_retention_and_changes(replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream")
     for name in ("sequence_kafka_lagging.jsonl", "sequence_window_rocksdb.jsonl", "sequence_state_unbounded.jsonl"):
         replay(fleet, name, skip_terminated=True)
     fleet.record_table_commit(TableCommit("login", "core", 1, NOW, 1, NOW - 1))
