@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
+from streamops.deletion_vectors import DeletionVector
 from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
 from streamops.storage.location import Location, LocationLike
@@ -31,8 +32,13 @@ class AddFile:
     modification_time: int
     data_change: bool
     num_records: int | None
-    has_deletion_vector: bool = False
+    deletion_vector: DeletionVector | None = None
     partition_values: tuple[tuple[str, str | None], ...] = ()
+    """As the log keys them: by physical column name under column mapping."""
+
+    @property
+    def has_deletion_vector(self) -> bool:
+        return self.deletion_vector is not None
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
                     modification_time=int(add.get("modificationTime") or 0),
                     data_change=bool(add.get("dataChange", True)),
                     num_records=_live_records(add),
-                    has_deletion_vector=bool(add.get("deletionVector")),
+                    deletion_vector=DeletionVector.from_json(add["deletionVector"]) if add.get("deletionVector") else None,
                     partition_values=tuple(sorted((add.get("partitionValues") or {}).items())),
                 )
             )
