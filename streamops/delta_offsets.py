@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
+from urllib.parse import unquote
 
 from deltalake import DeltaTable
 from pyroaring import BitMap64
@@ -202,7 +203,7 @@ class DeltaFileIndex:
             rows = pa.table(snapshot.get_add_actions(flatten=True)).to_pylist()
             files = tuple(
                 sorted(
-                    (_snapshot_add(row, columns, deleted.get(row["path"])) for row in rows),
+                    (_snapshot_add(row, columns, deleted.get(unquote(row["path"]))) for row in rows),
                     key=lambda add: (add.modification_time, add.path),
                 )
             )
@@ -332,7 +333,8 @@ def _snapshot_add(row: dict[str, Any], columns: ColumnMapping, deleted: Any) -> 
 
 
 def _snapshot_deletions(snapshot: DeltaTable) -> dict[str, BitMap64]:
-    """Deleted row indexes per add path of a snapshot (only tables with deletion vectors pay)."""
+    """Deleted row indexes per add path, decoded (delta-rs URI-encodes the paths it returns
+    however the log spelled them); only tables with deletion vectors pay for this."""
     if "deletionVectors" not in (snapshot.protocol().reader_features or ()):
         return {}
     import numpy as np
@@ -344,7 +346,7 @@ def _snapshot_deletions(snapshot: DeltaTable) -> dict[str, BitMap64]:
     keeps = (keep for chunk in vectors.column("selection_vector").chunks for keep in chunk)
     for uri, keep in zip(vectors.column("filepath").to_pylist(), keeps):
         deleted = np.flatnonzero(~keep.values.to_numpy(zero_copy_only=False))
-        deletions[uri[len(root):] if uri.startswith(root) else uri] = BitMap64(deleted.tolist())
+        deletions[unquote(uri[len(root):] if uri.startswith(root) else uri)] = BitMap64(deleted.tolist())
     return deletions
 
 
