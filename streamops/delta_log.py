@@ -57,6 +57,7 @@ class Commit:
     commit_info: dict[str, Any]
     txns: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
 
     @property
     def timestamp_ms(self) -> int | None:
@@ -103,6 +104,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
     commit_info: dict[str, Any] = {}
     txns: dict[str, int] = {}
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -129,7 +131,9 @@ def parse_commit(version: int, text: bytes) -> Commit:
             txns[action["txn"]["appId"]] = int(action["txn"]["version"])
         elif "metaData" in action:
             metadata = action["metaData"]
-    return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata)
+        elif "protocol" in action:
+            protocol = action["protocol"]
+    return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata, protocol)
 
 
 def _live_records(add: dict[str, Any]) -> int | None:
@@ -204,7 +208,7 @@ class DeltaLog:
         """The oldest commit whose JSON is still in the log (log cleanup moves this forward)."""
         versions = [
             int(name[:-5])
-            for name in self._log_names()
+            for name in self.log_file_names()
             if name.endswith(".json") and name[:-5].isdigit()
         ]
         if not versions:
@@ -216,7 +220,7 @@ class DeltaLog:
         still rebuild (a checkpoint with the commits after it, or commit 0). One listing."""
         commits: list[int] = []
         checkpoints: list[int] = []
-        for name in self._log_names():
+        for name in self.log_file_names():
             stem = name.split(".", 1)[0]
             if not stem.isdigit():
                 continue
@@ -231,7 +235,7 @@ class DeltaLog:
         earliest_snapshot = earliest if earliest == 0 else min(rebuildable, default=max(commits))
         return LogRetention(earliest, earliest_snapshot, max(commits))
 
-    def _log_names(self) -> list[str]:
+    def log_file_names(self) -> list[str]:
         """Names in `_delta_log` (one paginated LIST on an object store); missing: FileNotFoundError."""
         listing = self._log_dir.list_dir()
         if listing.is_empty and not (self._log_dir.is_local and self._log_dir.is_dir()):

@@ -36,7 +36,8 @@ from streamops.delta_file_reader import read_data_file
 from streamops.delta_log import AddFile, DeltaLog
 from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
 from streamops.storage.location import Location
-from streamops.table_features import unreadable_reader_feature
+from streamops.exceptions import TableUnreadableError
+from streamops.table_features import read_protocol, unreadable_reader_feature
 
 FORMAT_NAME = "streamops_delta"
 DEFAULT_MAX_FILES = 1000
@@ -64,7 +65,7 @@ def source_log(path: str) -> DeltaLog:
 
 
 def refuse_unreadable(log: DeltaLog) -> None:
-    feature = unreadable_reader_feature(log.delta_table.protocol())
+    feature = unreadable_reader_feature(read_protocol(log))
     if feature is not None:
         needs = feature if feature.startswith("reader version") else f"reader feature `{feature}`"
         raise PipelineConfigError(
@@ -141,9 +142,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = DeltaSourceOffset.from_json(start)
-        latest = self.index.refresh()
+        latest = self._refresh()
         self.index.check_same_table(begin)
-        refuse_unreadable(self.index.log)
         until = latest if self._available_now_version is None else min(latest, self._available_now_version)
         max_files, max_bytes = (None, None) if isinstance(limit, ReadAllAvailable) else self._limits(limit)
         if not begin.is_initial:
@@ -161,6 +161,15 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first, first.reservoir_version, max_files, max_bytes, next_version_when_done=False
         )
         return start if end == first else end.to_json_dict()
+
+    def _refresh(self) -> int:
+        """The latest version; a table upgraded to a feature this source cannot read (which
+        delta-rs may refuse to load) stops the stream with the refusal, not a damaged-log error."""
+        try:
+            return self.index.refresh()
+        except TableUnreadableError:
+            refuse_unreadable(self.index.log)
+            raise
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
