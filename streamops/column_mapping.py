@@ -6,7 +6,9 @@ hold each column, nested struct fields included, under the physical name in the 
 (`delta.columnMapping.id`) instead. Partition values in the log are keyed by physical names in
 both modes. A renamed column keeps its physical name, which is why the files never change; a
 column a file does not hold reads as nulls. With no mode (or `none`) physical and logical names
-are the same.
+are the same. The mode counts only where the protocol says so: reader version 2, or version 3
+with `columnMapping` among its reader features (delta-rs writes tables that name a mode in their
+properties, need reader version 3 for another feature, and hold logical names in their files).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Iterable, Literal, Mapping, get_args
 import pyarrow as pa
 
 from streamops.exceptions import StreamopsError
+from streamops.table_features import ReaderProtocol
 
 ColumnMappingMode = Literal["none", "name", "id"]
 MODES: tuple[str, ...] = get_args(ColumnMappingMode)
@@ -40,8 +43,10 @@ class ColumnMapping:
     schema_json: str
 
     @classmethod
-    def of(cls, schema_json: str, configuration: Mapping[str, str | None]) -> "ColumnMapping":
+    def of(cls, schema_json: str, configuration: Mapping[str, str | None], protocol: ReaderProtocol) -> "ColumnMapping":
         mode = (configuration.get(MODE_PROPERTY) or "none").strip().lower()
+        if not _mapping_applies(protocol):
+            mode = "none"
         if mode not in MODES:
             raise ColumnMappingError(
                 f"table property {MODE_PROPERTY}={mode!r} is not one Delta defines ({', '.join(MODES)})"
@@ -72,6 +77,12 @@ class ColumnMapping:
             name = self.physical_name(field)
             matches = (f.name == name for f in source)
         return next((index for index, match in enumerate(matches) if match), None)
+
+
+def _mapping_applies(protocol: ReaderProtocol) -> bool:
+    if protocol.min_reader_version == 2:
+        return True
+    return protocol.min_reader_version >= 3 and "columnMapping" in (protocol.reader_features or ())
 
 
 def field_named(fields: Iterable[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:

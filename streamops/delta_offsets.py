@@ -198,7 +198,7 @@ class DeltaFileIndex:
             import pyarrow as pa
 
             snapshot = self.log.open_version(version)
-            columns = ColumnMapping.of(snapshot.schema().to_json(), snapshot.metadata().configuration)
+            columns = ColumnMapping.of(snapshot.schema().to_json(), snapshot.metadata().configuration, snapshot.protocol())
             deleted = _snapshot_deletions(snapshot)
             rows = pa.table(snapshot.get_add_actions(flatten=True)).to_pylist()
             files = tuple(

@@ -93,7 +93,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         log = source_log(self.path)
         self.schema_version = log.latest_version()
-        self.columns = ColumnMapping.of(log.delta_table.schema().to_json(), log.delta_table.metadata().configuration)
+        table = log.delta_table
+        self.columns = ColumnMapping.of(table.schema().to_json(), table.metadata().configuration, table.protocol())
         self.max_bytes = _positive_int(options, "maxBytesPerTrigger", None)
         self.max_files = _positive_int(
             options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES

@@ -6,6 +6,7 @@ data column of a column-mapped table (it looks the logical names up in the files
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from pathlib import Path
@@ -43,7 +44,7 @@ def mapped_table(root: Path, mode: str) -> DeltaTable:
 
 def read(root: Path, files) -> list[dict]:
     dt = DeltaTable(str(root))
-    columns = ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration)
+    columns = ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol())
     target = pa.schema(dt.schema().to_arrow())
     found = [r for add in files for r in read_data_file(Location.of(root), add, columns, target).to_pylist()]
     return sorted(found, key=lambda r: r["id"])
@@ -87,4 +88,18 @@ def test_id_mode_finds_columns_by_field_id_whatever_the_file_calls_them(tmp_path
 
     assert read(root, DeltaLog(root).commit(2).adds) == [
         {"id": 99, "part": None, "item": {"x": 7, "y": None}, "items": None, "labels": None}
+    ]
+
+
+def test_a_mode_the_protocol_does_not_enable_is_not_followed(tmp_path):
+    """delta-rs writes this table with reader version 3 for `timestampNtz`, a column mapping mode
+    in its properties but no `columnMapping` reader feature, and logical names in its files."""
+    root = tmp_path / "t"
+    at = pa.array([datetime.datetime(2026, 1, 2, 3, 4, 5)], pa.timestamp("us"))
+    write_deltalake(str(root), pa.table({"id": [1], "at": at}), configuration={"delta.columnMapping.mode": "name"})
+    dt = DeltaTable(str(root))
+    assert dt.protocol().reader_features == ["timestampNtz"]
+    assert ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol()).mode == "none"
+    assert read(root, DeltaLog(root).commit(0).adds) == pa.table(dt.scan()).to_pylist() == [
+        {"id": 1, "at": datetime.datetime(2026, 1, 2, 3, 4, 5)}
     ]
