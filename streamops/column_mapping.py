@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any, Iterable, Literal, Mapping, get_args
 
 import pyarrow as pa
+from deltalake import DeltaTable
 
 from streamops.exceptions import StreamopsError
 from streamops.table_features import ReaderProtocol
@@ -52,6 +53,11 @@ class ColumnMapping:
                 f"table property {MODE_PROPERTY}={mode!r} is not one Delta defines ({', '.join(MODES)})"
             )
         return cls(mode, schema_json)  # type: ignore[arg-type]
+
+    @classmethod
+    def of_table(cls, table: DeltaTable) -> "ColumnMapping":
+        """The mapping of the version a delta-rs handle has loaded."""
+        return cls.of(table.schema().to_json(), table.metadata().configuration, table.protocol())
 
     @cached_property
     def fields(self) -> list[dict[str, Any]]:

@@ -198,7 +198,7 @@ class DeltaFileIndex:
             import pyarrow as pa
 
             snapshot = self.log.open_version(version)
-            columns = ColumnMapping.of(snapshot.schema().to_json(), snapshot.metadata().configuration, snapshot.protocol())
+            columns = ColumnMapping.of_table(snapshot)
             deleted = _snapshot_deletions(snapshot)
             rows = pa.table(snapshot.get_add_actions(flatten=True)).to_pylist()
             files = tuple(
@@ -309,7 +309,7 @@ def first_batch_start(end: DeltaSourceOffset) -> DeltaSourceOffset:
     return DeltaSourceOffset(end.reservoir_version, BASE_INDEX, end.is_starting_version, end.reservoir_id)
 
 
-def _snapshot_add(row: dict[str, Any], columns: ColumnMapping, deleted: Any) -> AddFile:
+def _snapshot_add(row: dict[str, Any], columns: ColumnMapping, deleted: BitMap64 | None) -> AddFile:
     """One row of delta-rs's add actions as the log's `add` (physical partition keys)."""
     prefix = "partition."
     partition_values = tuple(
@@ -319,14 +319,16 @@ def _snapshot_add(row: dict[str, Any], columns: ColumnMapping, deleted: Any) -> 
             if key.startswith(prefix)
         )
     )
-    physical_records = _int_or_none(row.get("num_records"))
+    records = _int_or_none(row.get("num_records"))
     vector = None if deleted is None else DeletionVector.inline(deleted)
+    if records is not None and vector is not None:
+        records -= vector.cardinality
     return AddFile(
         path=row["path"],
         size=int(row.get("size_bytes") or 0),
         modification_time=_epoch_ms(row.get("modification_time")),
         data_change=True,
-        num_records=physical_records if physical_records is None or vector is None else physical_records - vector.cardinality,
+        num_records=records,
         deletion_vector=vector,
         partition_values=partition_values,
     )

@@ -35,8 +35,8 @@ from streamops.column_mapping import ColumnMapping
 from streamops.delta_file_reader import read_data_file
 from streamops.delta_log import AddFile, DeltaLog
 from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
-from streamops.storage.location import Location
 from streamops.exceptions import TableUnreadableError
+from streamops.storage.location import Location
 from streamops.table_features import read_protocol, unreadable_reader_feature
 
 FORMAT_NAME = "streamops_delta"
@@ -93,8 +93,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         log = source_log(self.path)
         self.schema_version = log.latest_version()
-        table = log.delta_table
-        self.columns = ColumnMapping.of(table.schema().to_json(), table.metadata().configuration, table.protocol())
+        self.columns = ColumnMapping.of_table(log.delta_table)
         self.max_bytes = _positive_int(options, "maxBytesPerTrigger", None)
         self.max_files = _positive_int(
             options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES

@@ -44,7 +44,7 @@ def mapped_table(root: Path, mode: str) -> DeltaTable:
 
 def read(root: Path, files) -> list[dict]:
     dt = DeltaTable(str(root))
-    columns = ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol())
+    columns = ColumnMapping.of_table(dt)
     target = pa.schema(dt.schema().to_arrow())
     found = [r for add in files for r in read_data_file(Location.of(root), add, columns, target).to_pylist()]
     return sorted(found, key=lambda r: r["id"])
@@ -99,7 +99,7 @@ def test_a_mode_the_protocol_does_not_enable_is_not_followed(tmp_path):
     write_deltalake(str(root), pa.table({"id": [1], "at": at}), configuration={"delta.columnMapping.mode": "name"})
     dt = DeltaTable(str(root))
     assert dt.protocol().reader_features == ["timestampNtz"]
-    assert ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol()).mode == "none"
+    assert ColumnMapping.of_table(dt).mode == "none"
     assert read(root, DeltaLog(root).commit(0).adds) == pa.table(dt.scan()).to_pylist() == [
         {"id": 1, "at": datetime.datetime(2026, 1, 2, 3, 4, 5)}
     ]

@@ -57,7 +57,7 @@ def deleted_table(root: Path) -> tuple[HandTable, int]:
 
 def rows_read(root: Path, files) -> list[int]:
     dt = DeltaTable(str(root))
-    columns = ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol())
+    columns = ColumnMapping.of_table(dt)
     target = pa.schema(dt.schema().to_arrow())
     return sorted(i for add in files for i in read_data_file(Location.of(root), add, columns, target).column("id").to_pylist())
 

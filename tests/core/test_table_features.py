@@ -59,7 +59,7 @@ def test_type_widening_reads_files_from_before_the_change_in_the_wider_type(tmp_
     table.commit("WRITE", {"add": table.data_file("b.parquet", pa.table({"id": pa.array([2**40], pa.int64())}))})
     dt = DeltaTable(str(table.root))
     assert unreadable_reader_feature(read_protocol(DeltaLog(table.root))) is None
-    columns = ColumnMapping.of(dt.schema().to_json(), dt.metadata().configuration, dt.protocol())
+    columns = ColumnMapping.of_table(dt)
     target = pa.schema(dt.schema().to_arrow())
     files = DeltaFileIndex(DeltaLog(table.root)).snapshot_files(table.version)
     read = pa.concat_tables(read_data_file(Location.of(table.root), add, columns, target) for add in files)
