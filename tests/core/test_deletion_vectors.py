@@ -95,6 +95,12 @@ def test_a_damaged_or_missing_vector_file_is_one_line_naming_it(tmp_path):
     assert "\n" not in str(damaged.value) + str(missing.value)
 
 
+def test_text_that_is_not_z85_is_refused():
+    for text in ("abc", "abcd~", "abcdé"):
+        with pytest.raises(DeletionVectorError, match="not Z85"):
+            DeletionVector("i", text, 4, 0).deleted_rows(Location.of("/unused"))
+
+
 def test_bytes_that_are_no_roaring_bitmap_array_are_refused():
     with pytest.raises(DeletionVectorError, match="magic number"):
         decode_bitmap(b"\x00\x01\x02\x03rest")
