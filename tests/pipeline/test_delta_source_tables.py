@@ -223,3 +223,18 @@ def test_a_reader_feature_the_source_cannot_read_is_refused_when_the_stream_is_d
         finally:
             query.stop()
     assert expected in str(at_start.value) and batches == []
+
+
+def test_a_table_upgraded_to_such_a_feature_stops_a_running_stream_with_the_same_line(spark, tmp_path):
+    table = HandTable(tmp_path / "t", {"id": "long"})
+    table.commit("WRITE", {"add": table.data_file("a.parquet", pa.table({"id": pa.array([1], pa.int64())}))})
+    stream = RunningStream(spark, table.root, tmp_path / "ck")
+    try:
+        stream.wait_for([1])
+        table.commit("UPGRADE", {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                                              "readerFeatures": ["deletionVectors", "madeUpFeature"],
+                                              "writerFeatures": ["deletionVectors", "madeUpFeature"]}})
+        line = refusal_line(stream.failure())
+    finally:
+        stream.stop()
+    assert "uses the Delta reader feature `madeUpFeature`" in line and "use --delta native" in line
