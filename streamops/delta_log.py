@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from deltalake.exceptions import TableNotFoundError as _DeltaRsTableNotFound
 
+from streamops.deletion_vectors import DeletionVector
 from streamops.exceptions import TableNotFoundError, TableUnreadableError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
 from streamops.storage.location import Location, LocationLike
@@ -32,8 +33,13 @@ class AddFile:
     modification_time: int
     data_change: bool
     num_records: int | None
-    has_deletion_vector: bool = False
+    deletion_vector: DeletionVector | None = None
     partition_values: tuple[tuple[str, str | None], ...] = ()
+    """As the log keys them: by physical column name under column mapping."""
+
+    @property
+    def has_deletion_vector(self) -> bool:
+        return self.deletion_vector is not None
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Commit:
     commit_info: dict[str, Any]
     txns: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
 
     @property
     def timestamp_ms(self) -> int | None:
@@ -98,6 +105,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
     commit_info: dict[str, Any] = {}
     txns: dict[str, int] = {}
     metadata: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -111,7 +119,7 @@ def parse_commit(version: int, text: bytes) -> Commit:
                     modification_time=int(add.get("modificationTime") or 0),
                     data_change=bool(add.get("dataChange", True)),
                     num_records=_live_records(add),
-                    has_deletion_vector=bool(add.get("deletionVector")),
+                    deletion_vector=DeletionVector.from_json(add["deletionVector"]) if add.get("deletionVector") else None,
                     partition_values=tuple(sorted((add.get("partitionValues") or {}).items())),
                 )
             )
@@ -124,7 +132,9 @@ def parse_commit(version: int, text: bytes) -> Commit:
             txns[action["txn"]["appId"]] = int(action["txn"]["version"])
         elif "metaData" in action:
             metadata = action["metaData"]
-    return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata)
+        elif "protocol" in action:
+            protocol = action["protocol"]
+    return Commit(version, tuple(adds), tuple(removes), commit_info, txns, metadata, protocol)
 
 
 def _live_records(add: dict[str, Any]) -> int | None:
@@ -199,7 +209,7 @@ class DeltaLog:
         """The oldest commit whose JSON is still in the log (log cleanup moves this forward)."""
         versions = [
             int(name[:-5])
-            for name in self._log_names()
+            for name in self.log_file_names()
             if name.endswith(".json") and name[:-5].isdigit()
         ]
         if not versions:
@@ -215,7 +225,7 @@ class DeltaLog:
         still rebuild (a checkpoint with the commits after it, or commit 0). One listing."""
         commits: list[int] = []
         checkpoints: list[int] = []
-        for name in self._log_names():
+        for name in self.log_file_names():
             stem = name.split(".", 1)[0]
             if not stem.isdigit():
                 continue
@@ -230,7 +240,7 @@ class DeltaLog:
         earliest_snapshot = earliest if earliest == 0 else min(rebuildable, default=max(commits))
         return LogRetention(earliest, earliest_snapshot, max(commits))
 
-    def _log_names(self) -> list[str]:
+    def log_file_names(self) -> list[str]:
         """Names in `_delta_log` (one paginated LIST on an object store); missing: FileNotFoundError."""
         listing = self._log_dir.list_dir()
         if listing.is_empty and not (self._log_dir.is_local and self._log_dir.is_dir()):

@@ -18,8 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
+from urllib.parse import unquote
+
+from deltalake import DeltaTable
+from pyroaring import BitMap64
 
 from streamops.change_commits import ChangeCommit, ReadMode, change_of, schema_of
+from streamops.column_mapping import ColumnMapping
+from streamops.deletion_vectors import DeletionVector
 from streamops.delta_log import AddFile, Commit, DeltaLog
 from streamops.exceptions import StreamopsError
 
@@ -180,26 +186,24 @@ class DeltaFileIndex:
         return self._schemas[reference]
 
     def snapshot_files(self, version: int) -> tuple[AddFile, ...]:
-        """Live files of the snapshot at `version`, ordered as Delta's starting snapshot is."""
+        """Live files of the snapshot at `version`, ordered as Delta's starting snapshot is.
+
+        delta-rs builds the snapshot (any checkpoint kind it reads); its add actions are keyed
+        back to the log's spelling (partition values by physical column name), and the rows
+        each file's deletion vector deletes, which delta-rs hands over decoded, travel with the
+        file as an inline deletion vector.
+        """
         files = self._snapshot_files.get(version)
         if files is None:
             import pyarrow as pa
 
-            actions = self.log.open_version(version).get_add_actions(flatten=True)
-            rows = pa.table(actions).to_pylist()
+            snapshot = self.log.open_version(version)
+            columns = ColumnMapping.of_table(snapshot)
+            deleted = _snapshot_deletions(snapshot)
+            rows = pa.table(snapshot.get_add_actions(flatten=True)).to_pylist()
             files = tuple(
                 sorted(
-                    (
-                        AddFile(
-                            path=row["path"],
-                            size=int(row.get("size_bytes") or 0),
-                            modification_time=_epoch_ms(row.get("modification_time")),
-                            data_change=True,
-                            num_records=_int_or_none(row.get("num_records")),
-                            partition_values=_partition_values(row),
-                        )
-                        for row in rows
-                    ),
+                    (_snapshot_add(row, columns, deleted.get(unquote(row["path"]))) for row in rows),
                     key=lambda add: (add.modification_time, add.path),
                 )
             )
@@ -305,11 +309,47 @@ def first_batch_start(end: DeltaSourceOffset) -> DeltaSourceOffset:
     return DeltaSourceOffset(end.reservoir_version, BASE_INDEX, end.is_starting_version, end.reservoir_id)
 
 
-def _partition_values(row: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
+def _snapshot_add(row: dict[str, Any], columns: ColumnMapping, deleted: BitMap64 | None) -> AddFile:
+    """One row of delta-rs's add actions as the log's `add` (physical partition keys)."""
     prefix = "partition."
-    return tuple(
-        sorted((key[len(prefix):], None if v is None else str(v)) for key, v in row.items() if key.startswith(prefix))
+    partition_values = tuple(
+        sorted(
+            (columns.partition_key(key[len(prefix):]), None if value is None else str(value))
+            for key, value in row.items()
+            if key.startswith(prefix)
+        )
     )
+    records = _int_or_none(row.get("num_records"))
+    vector = None if deleted is None else DeletionVector.inline(deleted)
+    if records is not None and vector is not None:
+        records -= vector.cardinality
+    return AddFile(
+        path=row["path"],
+        size=int(row.get("size_bytes") or 0),
+        modification_time=_epoch_ms(row.get("modification_time")),
+        data_change=True,
+        num_records=records,
+        deletion_vector=vector,
+        partition_values=partition_values,
+    )
+
+
+def _snapshot_deletions(snapshot: DeltaTable) -> dict[str, BitMap64]:
+    """Deleted row indexes per add path, decoded (delta-rs URI-encodes the paths it returns
+    however the log spelled them); only tables with deletion vectors pay for this."""
+    if "deletionVectors" not in (snapshot.protocol().reader_features or ()):
+        return {}
+    import numpy as np
+    import pyarrow as pa
+
+    root = snapshot.table_uri.rstrip("/") + "/"
+    vectors = pa.table(snapshot.deletion_vectors())
+    deletions: dict[str, BitMap64] = {}
+    keeps = (keep for chunk in vectors.column("selection_vector").chunks for keep in chunk)
+    for uri, keep in zip(vectors.column("filepath").to_pylist(), keeps):
+        deleted = np.flatnonzero(~keep.values.to_numpy(zero_copy_only=False))
+        deletions[unquote(uri[len(root):] if uri.startswith(root) else uri)] = BitMap64(deleted.tolist())
+    return deletions
 
 
 def _epoch_ms(value: Any) -> int:

@@ -8,7 +8,9 @@ and Delta's options for commits that are not appends: skipChangeCommits, ignoreD
 ignoreChanges (`streamops.change_commits`). Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
 native Delta ones. Planning (`initialOffset`, `latestOffset`, `partitions`) runs in one
 long-lived Python process on the driver; `read` runs on executors and gets only the pickled
-file list of its partition.
+add actions of its partition (with their deletion vectors), and reads each file as
+`streamops.delta_file_reader` does. A table whose protocol needs a reader feature this source
+lacks (`streamops.table_features`) is refused when the source is created, in one line.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import (
@@ -30,28 +31,47 @@ from pyspark.sql.types import StructType
 
 from pipeline.exceptions import PipelineConfigError
 from streamops.change_commits import read_mode
-from streamops.delta_log import DeltaLog, data_file_path
+from streamops.column_mapping import ColumnMapping
+from streamops.delta_file_reader import read_data_file
+from streamops.delta_log import AddFile, DeltaLog
 from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
+from streamops.exceptions import TableUnreadableError
+from streamops.storage.location import Location
+from streamops.table_features import read_protocol, unreadable_reader_feature
 
 FORMAT_NAME = "streamops_delta"
 DEFAULT_MAX_FILES = 1000
 TARGET_PARTITION_BYTES = 64 * 1024 * 1024
 
 
-DataFile = tuple[str, tuple[tuple[str, str | None], ...]]
-"""A file to read: absolute path and its partition values (which Delta keeps in the log)."""
-
-
 class DeltaFilesPartition(InputPartition):
-    """The parquet files one Spark task reads, in streaming order."""
+    """The add actions one Spark task reads, in streaming order."""
 
-    def __init__(self, files: list[DataFile]) -> None:
+    def __init__(self, files: list[AddFile]) -> None:
         super().__init__(files)
         self.files = files
 
 
-def table_arrow_schema(path: str) -> pa.Schema:
-    return pa.schema(DeltaLog(path).delta_table.schema().to_arrow())
+def source_log(path: str) -> DeltaLog:
+    """The source table's log, once it is known to exist and to be readable by this source."""
+    log = DeltaLog(path)
+    if not log.exists():
+        raise PipelineConfigError(
+            f"no Delta table at `{path}`: create it (or run the stream that writes it) "
+            "before starting a stream that reads it"
+        )
+    refuse_unreadable(log)
+    return log
+
+
+def refuse_unreadable(log: DeltaLog) -> None:
+    feature = unreadable_reader_feature(read_protocol(log))
+    if feature is not None:
+        needs = feature if feature.startswith("reader version") else f"reader feature `{feature}`"
+        raise PipelineConfigError(
+            f"source table `{log.table}` uses the Delta {needs}, which the embedded Delta source "
+            "cannot read; use --delta native on a cluster with delta-spark"
+        )
 
 
 class DeltaSource(DataSource):
@@ -60,7 +80,8 @@ class DeltaSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        return from_arrow_schema(table_arrow_schema(_required_path(self.options)))
+        table = source_log(_required_path(self.options)).delta_table
+        return from_arrow_schema(pa.schema(table.schema().to_arrow()))
 
     def streamReader(self, schema: StructType) -> "DeltaStreamReader":
         return DeltaStreamReader(self.options, schema)
@@ -70,6 +91,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.path = _required_path(options)
         self.schema = schema
+        log = source_log(self.path)
+        self.schema_version = log.latest_version()
+        self.columns = ColumnMapping.of_table(log.delta_table)
         self.max_bytes = _positive_int(options, "maxBytesPerTrigger", None)
         self.max_files = _positive_int(
             options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES
@@ -89,12 +113,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def index(self) -> DeltaFileIndex:
         if self._index is None:
             log = DeltaLog(self.path)
-            if not log.exists():
-                raise PipelineConfigError(
-                    f"no Delta table at `{self.path}`: create it (or run the stream that writes it) "
-                    "before starting a stream that reads it"
-                )
-            self._index = DeltaFileIndex(log, read_mode=self.read_mode, schema_version=log.latest_version())
+            self._index = DeltaFileIndex(log, read_mode=self.read_mode, schema_version=self.schema_version)
         return self._index
 
     def initialOffset(self) -> dict:
@@ -123,7 +142,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = DeltaSourceOffset.from_json(start)
-        latest = self.index.refresh()
+        latest = self._refresh()
         self.index.check_same_table(begin)
         until = latest if self._available_now_version is None else min(latest, self._available_now_version)
         max_files, max_bytes = (None, None) if isinstance(limit, ReadAllAvailable) else self._limits(limit)
@@ -142,6 +161,15 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first, first.reservoir_version, max_files, max_bytes, next_version_when_done=False
         )
         return start if end == first else end.to_json_dict()
+
+    def _refresh(self) -> int:
+        """The latest version; a table upgraded to a feature this source cannot read (which
+        delta-rs may refuse to load) stops the stream with the refusal, not a damaged-log error."""
+        try:
+            return self.index.refresh()
+        except TableUnreadableError:
+            refuse_unreadable(self.index.log)
+            raise
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
@@ -167,46 +195,31 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         self.index.check_same_table(finish)
         files = self.index.files_between(begin, finish)
-        groups: list[list[DataFile]] = []
+        groups: list[list[AddFile]] = []
         group_bytes = 0
         for indexed in files:
             if not groups or group_bytes >= TARGET_PARTITION_BYTES:
                 groups.append([])
                 group_bytes = 0
-            groups[-1].append((data_file_path(self.path, indexed.file.path), indexed.file.partition_values))
+            groups[-1].append(indexed.file)
             group_bytes += indexed.file.size
         return [DeltaFilesPartition(group) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        table = Location.of(self.path)
         target = to_arrow_schema(self.schema, timezone="UTC")
-        for path, partition_values in partition.files:  # type: ignore[attr-defined]
+        for add in partition.files:  # type: ignore[attr-defined]
             try:
-                table = pq.read_table(path)
+                rows = read_data_file(table, add, self.columns, target)
             except FileNotFoundError as error:
                 raise PipelineConfigError(
-                    f"data file `{path}` of `{self.path}` is gone (VACUUM removed it before this "
+                    f"data file `{add.path}` of `{self.path}` is gone (VACUUM removed it before this "
                     "stream read it); restart from a new checkpoint or a later startingVersion"
                 ) from error
-            yield from conform(table, target, dict(partition_values)).to_batches()
+            yield from rows.to_batches()
 
     def commit(self, end: dict) -> None:
         """Nothing to release: offsets are derived from the immutable Delta log."""
-
-
-def conform(table: pa.Table, target: pa.Schema, partition_values: dict[str, str | None]) -> pa.Table:
-    """Shape one data file to the stream's schema: partition columns come from the log, and
-    columns a file written under an older (narrower) schema lacks are null."""
-    columns = []
-    for field in target:
-        if field.name in partition_values:
-            value = pa.array([partition_values[field.name]] * table.num_rows, pa.string())
-            columns.append(value.cast(field.type))
-        elif field.name in table.column_names:
-            column = table.column(field.name)
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=target)
 
 
 def _required_path(options: Any) -> str:
