@@ -14,6 +14,7 @@ without waiting it out.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -24,6 +25,26 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 MAX_BACKOFF_SECONDS = 60.0
+STOP_BATCH_TIMEOUT_SECONDS = 30.0
+STOP_POLL_SECONDS = 0.05
+
+
+def stop_between_batches(queries: list["StreamingQuery"], timeout: float) -> None:
+    """Stop each query between two of its batches, waiting up to `timeout` for a running one.
+
+    stop() in the middle of a batch cancels its jobs: Spark logs every cancelled write task as an
+    ERROR with its stack trace and the Python workers die on a broken pipe, which is what a user
+    stopping a healthy pipeline must not see. Nothing is lost either way (the batch is replayed),
+    so after `timeout` a batch still running is cancelled."""
+    deadline = time.monotonic() + timeout
+    waiting = list(queries)
+    while waiting:
+        for query in list(waiting):
+            if not query.isActive or not query.status["isTriggerActive"] or time.monotonic() >= deadline:
+                query.stop()
+                waiting.remove(query)
+        if waiting:
+            time.sleep(STOP_POLL_SECONDS)
 
 
 def backoff_seconds(failures: int) -> float:
@@ -79,10 +100,8 @@ class QueryRestarts:
             if entry.query is None and now >= entry.next_start:
                 self._start(entry, now)
 
-    def stop(self) -> None:
-        for entry in self.supervised.values():
-            if entry.query is not None:
-                entry.query.stop()
+    def stop(self, batch_timeout: float = STOP_BATCH_TIMEOUT_SECONDS) -> None:
+        stop_between_batches([e.query for e in self.supervised.values() if e.query is not None], batch_timeout)
         self.supervised.clear()
 
     def _start(self, entry: Supervised, now: float) -> None:

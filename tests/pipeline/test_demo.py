@@ -104,8 +104,8 @@ def assert_lake_has_data(lake: LakeLayout) -> None:
     assert DeltaTable.is_deltatable(str(lake.query_progress))
 
 
-def test_demo_serves_console_and_metrics_then_stops_after_its_duration(tmp_path):
-    demo = Demo(tmp_path / "demo", "--duration", "60")
+def test_demo_serves_console_and_metrics_until_ctrl_c_stops_everything_and_exits_0(tmp_path):
+    demo = Demo(tmp_path / "demo")
     try:
         demo.wait_for_line(r"^\s+metrics\s+http://", 90)
         urls = demo.urls()
@@ -119,27 +119,26 @@ def test_demo_serves_console_and_metrics_then_stops_after_its_duration(tmp_path)
         # streams appear in the metrics once their queries start, a little after the exporter
         sample = 'streamops_stream_up{stream="bronze"} 1.0'
         wait_until(lambda: sample in get(urls["metrics"])[1], 60, sample, 1)
-        demo.wait_for_line(r"^first silver commit \(.*\) \d+s after start$", 60)
-    finally:
-        code = demo.finish(timeout=180)
-    assert code == 0, demo.lines
-    assert re.search(r"^streamops demo stopped after \d+s: \d+ lines in \d+ files, [1-9]\d* bronze rows",
-                     "\n".join(demo.lines), re.M)
-    assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
-    assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))
-
-
-def test_ctrl_c_stops_load_pipeline_and_console_and_exits_0(tmp_path):
-    demo = Demo(tmp_path / "demo")
-    try:
-        demo.wait_for_line(r"^first silver commit", 120)
+        demo.wait_for_line(r"^first silver commit \(.*\) \d+s after start$", 150)
         os.killpg(demo.process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends
     finally:
         code = demo.finish(timeout=120)
     assert code == 0, demo.lines
+    assert re.search(r"^streamops demo stopped after \d+s: \d+ lines in \d+ files, [1-9]\d* bronze rows",
+                     "\n".join(demo.lines), re.M)
     assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
     wait_until(lambda: group_ended(demo.process.pid), 10, "every process of the demo to end")
     assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))
+    assert b"ERROR" not in (tmp_path / "demo.stderr").read_bytes(), "a clean stop logs no error"
+
+
+def test_demo_stops_by_itself_after_its_duration(tmp_path):
+    demo = Demo(tmp_path / "demo", "--duration", "25")
+    code = demo.finish(timeout=150)
+    assert code == 0, demo.lines
+    assert re.search(r"^streamops demo stopped after \d+s: [1-9]\d* lines in \d+ files", "\n".join(demo.lines), re.M)
+    assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
+    wait_until(lambda: group_ended(demo.process.pid), 10, "every process of the demo to end")
 
 
 @pytest.mark.parametrize(
