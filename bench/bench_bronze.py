@@ -46,7 +46,7 @@ def run_baseline(spark, landing: Path, work: Path, max_files: int) -> None:
         plan = WritePlan(
             commit=BatchCommitInfo("baseline", batch_id),
             tables={"lines": TableTarget(str(table), columns={"value": "value"})},
-            commit_order=("lines",),
+            commit_stages=(("lines",),),
             report_path="",
         )
         EmbeddedDelta().write_routes(df.select(F.lit("lines").alias(ROUTE_COLUMN), "value"), plan)

@@ -129,6 +129,7 @@ def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, tr
         "freshness_seconds": quantiles(latencies(lake)),
         "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
         "peak_rss_mb": round(sampler.usage.peak_rss_mb),
+        "peak_rss_mb_by_role": sampler.usage.peak_rss_mb_by_role,
         "mean_cpu_percent": sampler.usage.mean_cpu_percent,
         "failures": supervisor.report.failures,
         "bronze_rows": summary.bronze_rows,

@@ -23,8 +23,13 @@ def machine() -> dict:
 
 @dataclass
 class TreeUsage:
+    """`peak_rss_mb` is the tree's; `peak_rss_mb_by_role` each role's own peak: `driver_python`
+    (the root process), `jvm` (java: in local mode the driver and executors in one JVM) and
+    `python_workers` (the other Python processes: Spark's workers, data source planners)."""
+
     peak_rss_mb: float = 0.0
     cpu_percent_samples: list[float] = field(default_factory=list)
+    peak_rss_mb_by_role: dict[str, float] = field(default_factory=dict)
 
     @property
     def mean_cpu_percent(self) -> float:
@@ -70,16 +75,23 @@ class ProcessTreeSampler:
     def _run(self) -> None:
         for process in self._tree():
             process.cpu_percent(None)
+        root = self.root or os.getpid()
         while not self._stop.wait(self.interval):
             rss = 0
             cpu = 0.0
+            by_role: dict[str, float] = {}
             for process in self._tree():
                 try:
-                    rss += process.memory_info().rss
+                    used = process.memory_info().rss
                     cpu += process.cpu_percent(None)
                 except psutil.NoSuchProcess:
                     continue
+                rss += used
+                role = "driver_python" if process.pid == root else "jvm" if _is_java(process) else "python_workers"
+                by_role[role] = by_role.get(role, 0.0) + used / 2**20
             self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, rss / 2**20)
+            for role, mb in by_role.items():
+                self.usage.peak_rss_mb_by_role[role] = round(max(self.usage.peak_rss_mb_by_role.get(role, 0.0), mb))
             self.usage.cpu_percent_samples.append(cpu)
 
 

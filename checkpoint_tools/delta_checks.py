@@ -112,13 +112,8 @@ def check_vacuumed_files(ctx: DoctorContext) -> list[Finding]:
 
 
 def check_backlog(ctx: DoctorContext) -> list[Finding]:
-    if not ctx.source_usable or ctx.processed_position is None:
-        return []
-    try:
-        backlog = ctx.backlog
-    except VersionNotInLogError:
-        return []
-    if backlog.is_empty:
+    backlog = ctx.backlog
+    if backlog is None or backlog.is_empty:
         return []
     late = backlog.seconds > ctx.settings.backlog_warning_seconds
     return [
@@ -140,14 +135,9 @@ def check_backlog(ctx: DoctorContext) -> list[Finding]:
 
 
 def check_retention_headroom(ctx: DoctorContext) -> list[Finding]:
-    if not ctx.source_usable or ctx.processed_position is None:
-        return []
-    try:
-        backlog = ctx.backlog
-    except VersionNotInLogError:
-        return []  # reported by check_source_retention
-    headroom = backlog.retention
-    if headroom is None or headroom.least >= ctx.settings.retention_warning_seconds:
+    backlog = ctx.backlog
+    headroom = backlog.retention if backlog is not None else None
+    if backlog is None or headroom is None or headroom.least >= ctx.settings.retention_warning_seconds:
         return []
     retention = ctx.source.log.table_retention()  # type: ignore[union-attr]
     files_first = headroom.files <= headroom.log
@@ -173,12 +163,7 @@ def check_retention_headroom(ctx: DoctorContext) -> list[Finding]:
 
 
 def check_unread_change_commits(ctx: DoctorContext) -> list[Finding]:
-    if not ctx.source_usable or ctx.processed_position is None:
-        return []
-    try:
-        changes = ctx.backlog.change_commits
-    except VersionNotInLogError:
-        return []
+    changes = ctx.backlog.change_commits if ctx.backlog is not None else ()
     if not changes:
         return []
     first = changes[0]

@@ -19,6 +19,7 @@ from streamops.backlog import Backlog, delta_backlog
 from streamops.checkpoint_reader import Checkpoint
 from streamops.delta_log import DeltaLog
 from streamops.delta_offsets import DeltaSourceOffset, IndexedFile
+from streamops.exceptions import VersionNotInLogError
 from streamops.storage.location import Location
 
 
@@ -95,11 +96,16 @@ class DoctorContext:
         return self.source.files_after(self.processed_position)
 
     @cached_property
-    def backlog(self) -> Backlog:
+    def backlog(self) -> Backlog | None:
         """What waits in the Delta source after the processed position (sizes, age, retention
-        headroom, unread change commits). Raises VersionNotInLogError when log cleanup removed it."""
-        assert self.source is not None and self.processed_position is not None
-        return delta_backlog(self.source.index, self.processed_position, now=self.now)
+        headroom, unread change commits); None when there is no usable source or position, or
+        when log cleanup removed what it needs (`check_source_retention` reports that)."""
+        if not self.source_usable or self.processed_position is None:
+            return None
+        try:
+            return delta_backlog(self.source.index, self.processed_position, now=self.now)  # type: ignore[union-attr]
+        except VersionNotInLogError:
+            return None
 
     @cached_property
     def sink_txns(self) -> dict[Location, int | None]:

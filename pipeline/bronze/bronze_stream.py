@@ -162,7 +162,7 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
             QUARANTINE_ROUTE: TableTarget(str(lake.bronze_quarantine), columns=QUARANTINE_COLUMNS),
             EVENTS_ROUTE: TableTarget(str(lake.bronze_events), columns=EVENT_COLUMNS, time_column="event_time"),
         },
-        commit_order=(QUARANTINE_ROUTE, EVENTS_ROUTE),
+        commit_stages=((QUARANTINE_ROUTE,), (EVENTS_ROUTE,)),
         report_path="",
     )
 

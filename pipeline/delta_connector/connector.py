@@ -126,7 +126,7 @@ class NativeDelta:
             if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
                 return BatchReport(tallies=tallies, halted=True)
             tables: dict[str, TableReport] = {}
-            for route in plan.commit_order:
+            for route in (route for stage in plan.commit_stages for route in stage):
                 rows = sum(tallies.get(route, {}).values())
                 if not rows:
                     tables[route] = TableReport("empty")

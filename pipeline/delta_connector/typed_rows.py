@@ -44,12 +44,12 @@ def arrow_schema(spark_schema: dict[str, Any]) -> pa.Schema:
 
 
 def parse_json_rows(texts: pa.ChunkedArray | pa.Array, schema: pa.Schema) -> ParsedRows:
-    values = texts.to_pylist()
-    if None not in values:
+    if texts.null_count == 0:
         try:
-            return ParsedRows(_read(values, schema), pa.array([True] * len(values)), [])
+            return ParsedRows(_read_lines(_joined(texts), len(texts), schema), pa.array([True] * len(texts)), [])
         except pa.ArrowInvalid:
             pass
+    values = texts.to_pylist()
     errors: dict[int, str] = {}
     for row, text in enumerate(values):
         if text is None:
@@ -65,12 +65,23 @@ def parse_json_rows(texts: pa.ChunkedArray | pa.Array, schema: pa.Schema) -> Par
 
 
 def _read(texts: list[str], schema: pa.Schema) -> pa.Table:
-    data = "\n".join(texts).encode("utf-8")
+    return _read_lines("\n".join(texts).encode("utf-8"), len(texts), schema)
+
+
+def _read_lines(data: bytes, rows: int, schema: pa.Schema) -> pa.Table:
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     table = pa_json.read_json(io.BytesIO(data), read_options=_READ_OPTIONS, parse_options=options)
-    if table.num_rows != len(texts):
-        raise pa.ArrowInvalid(f"parsed {table.num_rows} rows from {len(texts)} payloads")
+    if table.num_rows != rows:
+        raise pa.ArrowInvalid(f"parsed {table.num_rows} rows from {rows} payloads")
     return table
+
+
+def _joined(texts: pa.ChunkedArray | pa.Array) -> bytes:
+    """The texts as newline-separated lines, joined by Arrow (no Python string per row). JSON
+    that Spark's `to_json` wrote holds no raw newline, so each text stays one line."""
+    flat = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    one_list = pa.ListArray.from_arrays(pa.array([0, len(flat)], pa.int32()), flat.cast(pa.string()))
+    return pc.binary_join(one_list, "\n")[0].as_buffer().to_pybytes()
 
 
 def flat_table(parsed: pa.Table) -> pa.Table:

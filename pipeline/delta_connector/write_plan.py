@@ -47,8 +47,9 @@ class TableTarget:
 class WritePlan:
     commit: BatchCommitInfo
     tables: dict[str, TableTarget]
-    commit_order: tuple[str, ...]
-    """Routes in the order their commits are made (e.g. quarantine before bronze)."""
+    commit_stages: tuple[tuple[str, ...], ...]
+    """Routes in the order their commits are made, stage by stage (quarantine before bronze);
+    the routes of one stage are independent tables, committed at the same time."""
     report_path: str
     halt_on_held_rows: bool = False
     """True: if any row was held back, nothing is committed (the attempt's files are deleted)."""
@@ -58,7 +59,7 @@ class WritePlan:
             {
                 "commit": asdict(self.commit),
                 "tables": {route: asdict(target) for route, target in self.tables.items()},
-                "commit_order": list(self.commit_order),
+                "commit_stages": [list(stage) for stage in self.commit_stages],
                 "report_path": self.report_path,
                 "halt_on_held_rows": self.halt_on_held_rows,
             },
@@ -71,7 +72,7 @@ class WritePlan:
         return cls(
             commit=BatchCommitInfo(**raw["commit"]),
             tables={route: TableTarget(**target) for route, target in raw["tables"].items()},
-            commit_order=tuple(raw["commit_order"]),
+            commit_stages=tuple(tuple(stage) for stage in raw["commit_stages"]),
             report_path=raw["report_path"],
             halt_on_held_rows=raw["halt_on_held_rows"],
         )

@@ -135,7 +135,7 @@ class SilverGroupWriter:
         return WritePlan(
             commit=commit,
             tables=tables,
-            commit_order=(QUARANTINE_ROUTE, *sorted(schemas)),
+            commit_stages=((QUARANTINE_ROUTE,), tuple(sorted(schemas))),
             report_path="",
             halt_on_held_rows=self.settings.on_incompatible == "fail_group",
         )

@@ -126,7 +126,7 @@ class CrashBeforeBronze(EmbeddedDelta):
 
     def write_routes(self, df, plan: WritePlan):
         quarantine_only = replace(
-            plan, tables={QUARANTINE_ROUTE: plan.tables[QUARANTINE_ROUTE]}, commit_order=(QUARANTINE_ROUTE,)
+            plan, tables={QUARANTINE_ROUTE: plan.tables[QUARANTINE_ROUTE]}, commit_stages=((QUARANTINE_ROUTE,),)
         )
         super().write_routes(df, quarantine_only)
         raise RuntimeError("simulated crash before the bronze commit")

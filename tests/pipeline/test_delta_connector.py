@@ -226,7 +226,7 @@ def sink_plan(tmp_path: Path, batch_id: int, **extra) -> WritePlan:
         "a": TableTarget(str(tmp_path / "a"), columns={"id": "id", "name": "name"}),
         "b": TableTarget(str(tmp_path / "b"), columns={"id": "id"}),
     }
-    return WritePlan(BatchCommitInfo("s", batch_id, "q-1"), tables, ("b", "a"), "", **extra)
+    return WritePlan(BatchCommitInfo("s", batch_id, "q-1"), tables, (("b",), ("a",)), "", **extra)
 
 
 def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_stats(spark, tmp_path):
@@ -252,7 +252,7 @@ def test_the_sink_adds_new_columns_with_a_metadata_commit_and_refuses_a_type_cha
     sink = EmbeddedDelta()
     sink.write_routes(routed_frame(spark, [("b", 1, None)]), sink_plan(tmp_path, 0))
     table_id = DeltaTable(str(tmp_path / "b")).metadata().id
-    wider = replace(sink_plan(tmp_path, 1), tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"})}, commit_order=("b",))
+    wider = replace(sink_plan(tmp_path, 1), tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"})}, commit_stages=(("b",),))
     sink.write_routes(routed_frame(spark, [("b", 2, "x")]), wider)
     b = DeltaTable(str(tmp_path / "b"))
     assert b.metadata().id == table_id and [f.name for f in b.schema().fields] == ["id", "name"]
