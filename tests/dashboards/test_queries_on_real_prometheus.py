@@ -8,10 +8,11 @@ Prometheus scrapes them every second. Alert expressions are checked twice: the v
 queries must return data, and the Prometheus alert expression (value compared with a threshold,
 so usually empty on a healthy run) must evaluate without error.
 
-Once every other query has data, two stateful queries any user might run start beside the
-pipeline (a windowed count with a
-watermark on the RocksDB state store; a deduplication without a watermark, whose state only
-grows and raises the `state_unbounded` warning), and the monitor replays a recorded Kafka run
+Once every other query has data, three queries any user might run start beside the pipeline (a
+windowed count with a watermark on the RocksDB state store; a deduplication without a watermark,
+whose state only grows and raises the `state_unbounded` warning; a reader of a Delta table that
+reads one commit a batch, so it always has unread versions and their retention headroom: the
+pipeline's own readers catch up too fast to be sure of one at a scrape), and the monitor replays a recorded Kafka run
 (no broker runs here) through its own event queue, so the source-lag, state, watermark and
 warning panels have data from the same exporter.
 """
@@ -24,7 +25,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 from pyspark.sql import functions as F
 from prometheus_server import PrometheusServer, running_prometheus
 from waiting import wait_until
@@ -37,6 +40,7 @@ from monitor.metric_catalog import (
     ROCKSDB_CHECKPOINT_BYTES,
     ROCKSDB_COMMIT_SECONDS,
     ROCKSDB_SST_BYTES,
+    SOURCE_RETENTION_HEADROOM,
     STATE_MEMORY,
     STATE_ROWS,
     STATE_ROWS_DROPPED,
@@ -64,7 +68,17 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 
-def start_stateful_queries(spark) -> list:
+LAGGING_COMMITS = 40
+"""Commits of the lagging reader's table: one a batch every 2 s lasts past the deadline."""
+
+
+def lagging_delta_table(path: Path) -> Path:
+    for first in range(LAGGING_COMMITS):
+        write_deltalake(str(path), pa.table({"id": [first]}), mode="append")
+    return path
+
+
+def start_user_queries(spark, delta_table: Path, checkpoints: Path) -> list:
     """Small on purpose: they share the pipeline's two cores (a batch every 2 s, 5 rows a second)."""
     rate = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
     spark.conf.set(PROVIDER_CONF, ROCKSDB)
@@ -88,22 +102,30 @@ def start_stateful_queries(spark) -> list:
         .trigger(processingTime="2 seconds")
         .start()
     )
-    return [window, unbounded]
+    lagging = (
+        spark.readStream.format("streamops_delta").option("maxFilesPerTrigger", 1).load(str(delta_table))
+        .writeStream.format("noop")
+        .queryName("user_lagging_delta_reader")
+        .option("checkpointLocation", str(checkpoints / "user_lagging_delta_reader"))
+        .trigger(processingTime="2 seconds")
+        .start()
+    )
+    return [window, unbounded, lagging]
 
 
-USER_STATE_FAMILIES = {
+USER_QUERY_FAMILIES = {
     sample_name(spec)
     for spec in (
         STATE_ROWS, STATE_MEMORY, STATE_ROWS_UPDATED, STATE_ROWS_REMOVED, STATE_ROWS_DROPPED,
         ROCKSDB_COMMIT_SECONDS, ROCKSDB_SST_BYTES, ROCKSDB_CHECKPOINT_BYTES, WATERMARK_LAG,
-        EVENT_TIME_MAX_LAG, STREAM_WARNING,
+        EVENT_TIME_MAX_LAG, STREAM_WARNING, SOURCE_RETENTION_HEADROOM,
     )
 }
-"""What only the stateful queries give data to (the pipeline's streams are stateless)."""
+"""What only the user queries are sure to give data to (the pipeline's streams are stateless)."""
 
 
-def reads_user_state(query: UsedQuery) -> bool:
-    return bool(set(query.metric_names()) & USER_STATE_FAMILIES)
+def needs_user_queries(query: UsedQuery) -> bool:
+    return bool(set(query.metric_names()) & USER_QUERY_FAMILIES)
 
 
 def replay_recorded_kafka_run(monitor: StreamMonitor) -> None:
@@ -162,7 +184,8 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     assert {q.file for q in queries} >= {FLEET_DASHBOARD, STREAM_DASHBOARD}
     lake = LakeLayout.at(tmp_path / "lake")
     monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=1.0).start()
-    stateful: list = []
+    delta_table = lagging_delta_table(tmp_path / "upstream")
+    user_queries: list = []
     try:
         replay_recorded_kafka_run(monitor)
         target = urllib.parse.urlsplit(monitor.exporter_url).netloc
@@ -185,8 +208,8 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 pending = {(q.file, q.where): q for q in queries}
                 problems: dict[tuple[str, str], str] = {}
                 while pending and time.monotonic() - started < DATA_DEADLINE_SECONDS:
-                    if not stateful and all(reads_user_state(q) for q in pending.values()):
-                        stateful = start_stateful_queries(spark)  # after the pipeline's: 2 cores
+                    if not user_queries and all(needs_user_queries(q) for q in pending.values()):
+                        user_queries = start_user_queries(spark, delta_table, tmp_path / "user_checkpoints")
                     streams = streams_known(prometheus)
                     problems = {}
                     for key, query in list(pending.items()):
@@ -207,6 +230,6 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 runner.join(timeout=120)
                 assert not runner.is_alive(), "the supervisor did not stop"
     finally:
-        for query in stateful:
+        for query in user_queries:
             query.stop()
         monitor.stop()
