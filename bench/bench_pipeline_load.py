@@ -34,6 +34,7 @@ from bench_support import ProcessTreeSampler, machine
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.lake_summary import summarize_lake
 from pipeline.pipeline_events import Unmonitored
+from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from pipeline.silver.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
 from pipeline.supervisor import PipelineSettings, Supervisor
@@ -85,11 +86,13 @@ def wait_until_accounted(lake: LakeLayout, events: int, timeout: float) -> float
     return None
 
 
-def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float, event_types: int) -> dict:
+def run_layout(
+    root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float, event_types: int, types_per_group: int
+) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
     spark = build_spark()
-    types_per_group = 1 if layout == "per_type" else 64
+    types_per_group = 1 if layout == "per_type" else types_per_group
     settings = PipelineSettings(
         lake=lake, landing=landing, trigger_seconds=trigger, bronze_max_files=1000,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000),
@@ -118,6 +121,7 @@ def run_layout(root: Path, layout: str, rate: int, duration: int, drain: int, tr
     return {
         "layout": layout,
         "event_types": event_types,
+        "types_per_group": types_per_group,
         "silver_queries": len(summary.groups),
         "events_generated": events,
         "generation_seconds": round(generated_at - started, 1),
@@ -144,11 +148,13 @@ def main() -> None:
     parser.add_argument("--trigger", type=float, default=5.0)
     parser.add_argument("--layouts", default="grouped,per_type")
     parser.add_argument("--event-types", type=int, default=300)
+    parser.add_argument("--types-per-group", type=int, default=DEFAULT_TYPES_PER_GROUP, help="grouped layout")
     args = parser.parse_args()
     info = machine()
     with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
         results = [
-            run_layout(Path(scratch), layout, args.rate, args.duration, args.drain, args.trigger, args.event_types)
+            run_layout(Path(scratch), layout, args.rate, args.duration, args.drain, args.trigger, args.event_types,
+                       args.types_per_group)
             for layout in args.layouts.split(",")
         ]
     print(json.dumps({"benchmark": "pipeline_load", "machine": info, "rate": args.rate,
