@@ -12,6 +12,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from delta_streams import source
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
@@ -42,11 +43,8 @@ def run_stream(spark, table: Path, checkpoint: Path, **options) -> list[tuple[in
     def collect(df, batch_id):
         batches.append((batch_id, sorted(r.id for r in df.select("id").collect())))
 
-    reader = spark.readStream.format("streamops_delta").option("path", str(table))
-    for key, value in options.items():
-        reader = reader.option(key, str(value))
     query = (
-        reader.load()
+        source(spark, table, **options)
         .writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
