@@ -50,9 +50,17 @@ class JavaCallFailed(RuntimeError):
     """A JVM call made by a foreachBatch function failed; the message is one bounded line."""
 
 
+class NativeCodePanicked(RuntimeError):
+    """A native library panicked in a foreachBatch function (delta-rs raises pyo3's
+    `PanicException`, a BaseException). Py4J answers the JVM only for an Exception: the batch's
+    thread would die without an answer and the query wait for it forever, so it is raised again
+    as an Exception and the query fails with its one line."""
+
+
 def batch_function(func: BatchFunction) -> BatchFunction:
     """`func` for `writeStream.foreachBatch`: a failure whose traceback would carry a Java
-    stack trace is raised again as `JavaCallFailed`, anything else unchanged."""
+    stack trace is raised again as `JavaCallFailed`, a native panic as `NativeCodePanicked`,
+    anything else unchanged."""
 
     def run_batch(df: "DataFrame", batch_id: int) -> None:
         try:
@@ -63,6 +71,10 @@ def batch_function(func: BatchFunction) -> BatchFunction:
             ):
                 raise
             raise JavaCallFailed(java_call_summary(error)) from None
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - see NativeCodePanicked
+            raise NativeCodePanicked(f"{type(error).__name__}: {_first_line(_safe_str(error))[:MAX_LINE_CHARS]}") from None
 
     run_batch.__wrapped__ = func  # type: ignore[attr-defined]
     return run_batch

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
 from pipeline.exceptions import LakeTableError
@@ -61,3 +64,23 @@ def table_access(table: Path | str, action: str) -> Iterator[None]:
             f"cannot {action} `{table}`: {reason}; fix the table or its storage (space, permissions, "
             "a damaged _delta_log) and the stream resumes where it stopped"
         ) from error
+
+
+def require_writable_lake(root: Path) -> None:
+    """delta-rs refuses some local paths only when it writes: 1.6 panics on `[` or `]` in a path
+    (it parses them as a URL host), after reads and table creation have worked. Found out here,
+    with the way out, before any stream starts, instead of in the middle of a batch."""
+    probe = root / f".streamops-write-check-{uuid.uuid4().hex}"
+    try:
+        write_deltalake(str(probe), pa.table({"check": [1]}))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - delta-rs panics are BaseExceptions (pyo3)
+        text = str(error).strip()
+        raise LakeTableError(
+            f"delta-rs cannot write tables under `{root}` ({type(error).__name__}: "
+            f"{text.splitlines()[0][:200] if text else ''}): choose another --lake path "
+            "(delta-rs fails on `[` and `]` in local paths)"
+        ) from None
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
 from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
+from pipeline.lake_tables import require_writable_lake
 from pipeline.pipeline_events import MonitorEvents
 from pipeline.silver.silver_stream import SilverSettings
 from pipeline.spark_session import build_spark
@@ -56,6 +57,7 @@ def _run_with(
     from monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(options.lake)
+    require_writable_lake(lake.root.local_path)
     monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
     monitor.start()
     settings = PipelineSettings(

@@ -16,16 +16,22 @@ import traceback
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 from py4j.protocol import Py4JJavaError
+from pyspark.errors import StreamingQueryException
 
 from pipeline.batch_function import (
     MAX_MESSAGE_CHARS,
     PROXY_ERROR_PREFIX,
     JavaCallFailed,
+    NativeCodePanicked,
     batch_function,
     java_call_summary,
 )
+from pipeline.exceptions import LakeTableError
+from pipeline.lake_tables import require_writable_lake
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 SLOW_JOB = "java_method('java.lang.Thread', 'sleep', 30000L)"
@@ -148,6 +154,42 @@ def test_failures_without_java_pass_unchanged_and_java_ones_become_one_line(spar
     assert "java.lang.ClassNotFoundException: no.such.Clazz" in message and "\tat " not in message
     assert failed.value.__cause__ is None and failed.value.__suppress_context__
     assert len("".join(traceback.format_exception(failed.value))) < 2 * MAX_MESSAGE_CHARS
+
+
+def delta_rs_panics(df, batch_id, tmp_path: Path) -> None:
+    """delta-rs 1.6 panics (pyo3 PanicException, a BaseException) writing under a `[...]` path."""
+    write_deltalake(str(tmp_path / "lake[2]" / "t"), pa.table({"x": [batch_id]}))
+
+
+def test_a_native_panic_in_a_batch_fails_the_query_instead_of_hanging_it(spark, tmp_path):
+    """Py4J answers the JVM only for an Exception: a panic killed the callback thread and the
+    query waited for the batch forever (seen: `streamops run` under a `local[2]` directory)."""
+    query = (
+        spark.readStream.format("rate").load()
+        .writeStream.foreachBatch(batch_function(lambda df, b: delta_rs_panics(df, b, tmp_path)))
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+    )
+    try:
+        with pytest.raises(StreamingQueryException, match="NativeCodePanicked: PanicException: "):
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    with pytest.raises(NativeCodePanicked):
+        batch_function(lambda df, b: delta_rs_panics(df, b, tmp_path))(None, 0)
+
+    def interrupted(df, batch_id):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        batch_function(interrupted)(None, 0)
+
+
+def test_a_lake_path_delta_rs_cannot_write_is_refused_before_any_stream_starts(tmp_path):
+    with pytest.raises(LakeTableError, match="choose another --lake path") as refused:
+        require_writable_lake(tmp_path / "lake_local[2]")
+    assert "\n" not in str(refused.value)
+    require_writable_lake(tmp_path / "lake with spaces#and%signs")
+    assert not list((tmp_path / "lake with spaces#and%signs").iterdir()), "the check leaves nothing behind"
 
 
 def test_every_pipeline_stream_hands_spark_a_batch_function():
