@@ -1,20 +1,22 @@
 """The bronze stream: landing NDJSON files -> bronze/events, bronze/quarantine, schema registry.
 
-Each micro-batch is classified in Spark's executors and kept there (persisted) for two jobs: a
-small aggregation that brings the batch's new schema variations to the driver (one prototype
-each), and the write, whose tasks write bronze and quarantine files and whose commit makes the
-Delta commits. Commits come in a fixed order: schema registry first (so no bronze row's schema
-is ever unknown downstream), then quarantine, then bronze. Every commit is txn-idempotent for
-(appId "bronze", batch id): a batch replayed after a crash at any point between those commits
-writes only what is missing. Invariant: bronze rows + quarantine rows = input lines.
+Each micro-batch is read, classified and written in one Spark job: its tasks write the bronze
+and quarantine files and report, besides the files, the first line of each schema variation the
+registry does not know (its prototype). Then the driver commits in a fixed order: schema
+registry first (so no bronze row's schema is ever unknown downstream), then quarantine, then
+bronze. Every commit is txn-idempotent for (appId "bronze", batch id): a batch replayed after a
+crash at any point between those commits writes only what is missing. If the registry rejects a
+variation, the written files are deleted and the batch is written again with that variation's
+lines routed to quarantine (rare: a second job only then). Invariant: bronze rows + quarantine
+rows = input lines.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from deltalake import DeltaTable
 
@@ -23,17 +25,18 @@ from pipeline.batch_function import batch_function
 from pipeline.batch_context import batch_commit_info
 from pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.delta_connector.batch_writer import create_table
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
+from pipeline.delta_connector.batch_report import FirstRowsFound
+from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, FirstRows, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from pipeline.bronze.record_rules import UTF8_BOM
-from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, SchemaRegistry
+from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
@@ -74,53 +77,62 @@ class BronzeBatchWriter:
         spark = df.sparkSession
         commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
         ingest_time = datetime.now(timezone.utc)
-        classified = df.withColumn(ARRIVAL_COLUMN, _arrival()).persist()
+        with table_access(self.lake.bronze_events, "read"):
+            next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+        known = self.registry.known()
+        registered: list[Registration] = []
+
+        def register(first_rows: FirstRowsFound) -> None:
+            registration = self.registry.register(spark, self.connector, new_variations(first_rows), next_version, commit)
+            registered.append(registration)
+            if registration.rejected:
+                raise VariationsRejected()
+
+        plan = replace(bronze_plan(self.lake, commit), first_rows=FIRST_ROWS)
         try:
-            new = self._new_variations(classified)
-            with table_access(self.lake.bronze_events, "read"):
-                next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
-            registration = self.registry.register(spark, self.connector, new, next_version, commit)
-            rows = bronze_routes(classified, batch_id, ingest_time, registration.rejected)
+            report = self.connector.write_routes(bronze_routes(df, batch_id, ingest_time, known), plan, register)
+        except VariationsRejected:
+            rejected = registered[-1].rejected
+            rows = bronze_routes(df, batch_id, ingest_time, known, rejected)
             report = self.connector.write_routes(rows, bronze_plan(self.lake, commit))
-        finally:
-            classified.unpersist()
         result = BronzeBatchResult(
             batch_id=batch_id,
             bronze_rows=report.rows(EVENTS_ROUTE),
             quarantined={r: n for r, n in report.tallies.get(QUARANTINE_ROUTE, {}).items() if n},
-            new_variations=len(registration.entries),
+            new_variations=len(registered[-1].entries) if registered else 0,
         )
         events = report.tables.get(EVENTS_ROUTE)
         self.events.bronze_committed(result, events.newest if events is not None else None)
         if self.after_batch:
             self.after_batch(result)
 
-    def _new_variations(self, classified: "DataFrame") -> list[NewVariation]:
-        """Unknown variations, each with its first message, in arrival order: one small
-        aggregation job whose result (a row per new variation) is all that reaches the driver.
 
-        Arrival is (file modification time, file path, position in the file): a landing file is
-        read by one task in line order, so Spark's monotonically increasing id orders its lines,
-        and a replay of the batch plans the same files into the same tasks.
-        """
-        from pyspark.sql import functions as F
+class VariationsRejected(Exception):
+    """The registry rejected some of the batch's new variations: their lines go to quarantine."""
 
-        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
-        known = [f"{t}{KEY_SEPARATOR}{h}" for t, h in self.registry.known()]
-        fresh = classified.where(F.col("quarantine_reason").isNull())
-        if known:
-            fresh = fresh.where(~key.isin(known))
-        firsts = (
-            fresh.groupBy("event_type", "schema_hash")
-            .agg(F.min(ARRIVAL_COLUMN).alias("arrival"), F.min_by("payload", ARRIVAL_COLUMN).alias("prototype"))
-            .collect()
-        )
-        firsts.sort(key=lambda row: tuple(row["arrival"]))
-        return [NewVariation(r["event_type"], r["schema_hash"], bytes(r["prototype"]).decode("utf-8")) for r in firsts]
+
+def new_variations(first_rows: FirstRowsFound) -> list[NewVariation]:
+    """Unknown variations, each with its first line, in arrival order.
+
+    Arrival is (file modification time, file path, position in the file): a landing file is
+    read by one task in line order, so Spark's monotonically increasing id orders its lines,
+    and a replay of the batch plans the same files into the same tasks.
+    """
+    ordered = sorted(first_rows.items(), key=lambda item: item[1][0])
+    return [NewVariation(event_type, schema_hash, bytes(prototype).decode("utf-8"))
+            for (event_type, schema_hash), (_, prototype) in ordered]
 
 
 KEY_SEPARATOR = "\x00"
-ARRIVAL_COLUMN = "_arrival"
+NEW_VARIATION_COLUMN = "_new_variation"
+LINE_COLUMN = "_line"
+FIRST_ROWS = FirstRows(
+    flag_column=NEW_VARIATION_COLUMN,
+    key_columns=("event_type", "schema_hash"),
+    order_columns=("source_mtime", "source_file", LINE_COLUMN),
+    value_column="payload",
+)
+"""The first line of each variation the registry does not know: its prototype."""
 EVENTS_ROUTE = "events"
 QUARANTINE_ROUTE = "quarantine"
 EVENT_COLUMNS = {
@@ -147,12 +159,6 @@ QUARANTINE_COLUMNS = {
 }
 
 
-def _arrival() -> "Column":
-    from pyspark.sql import functions as F
-
-    return F.struct(F.col("source_mtime"), F.col("source_file"), F.monotonically_increasing_id())
-
-
 def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
     """Quarantine commits before bronze: a replay after a crash between them finds the
     quarantine's txn and writes only bronze."""
@@ -168,19 +174,26 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
 
 
 def bronze_routes(
-    classified: "DataFrame", batch_id: int, ingest_time: datetime, rejected: dict[tuple[str, str], str]
+    classified: "DataFrame",
+    batch_id: int,
+    ingest_time: datetime,
+    known: Iterable[tuple[str, str]],
+    rejected: Mapping[tuple[str, str], str] | None = None,
 ) -> "DataFrame":
-    """Every classified line as a bronze or quarantine row (`_route`), built in Spark. Rows of a
-    variation the registry rejected go to quarantine as `unprocessable`."""
+    """Every classified line as a bronze or quarantine row (`_route`), built in Spark, flagged
+    when its variation is not in `known`. Rows of a variation the registry rejected go to
+    quarantine as `unprocessable`."""
     from pyspark.sql import functions as F
 
+    key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
     reason, detail = F.col("quarantine_reason"), F.col("quarantine_detail")
     if rejected:
-        key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
         why = F.create_map(*[F.lit(x) for (t, h), d in sorted(rejected.items())
                              for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")])[key]
         reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
         detail = F.coalesce(detail, why)
+    names = sorted(f"{t}{KEY_SEPARATOR}{h}" for t, h in known)
+    new = reason.isNull() & ~key.isin(names) if names else reason.isNull()
     return classified.select(
         F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE)).alias(ROUTE_COLUMN),
         reason.alias(TALLY_COLUMN),
@@ -193,6 +206,9 @@ def bronze_routes(
         "payload",
         F.col("payload").cast("string").alias("payload_text"),
         "source_file",
+        "source_mtime",
+        F.monotonically_increasing_id().alias(LINE_COLUMN),
+        new.alias(NEW_VARIATION_COLUMN),
         F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
         F.lit(batch_id).cast("long").alias("batch_id"),
         F.lit(BRONZE_STREAM).alias("stream"),

@@ -1,17 +1,27 @@
-"""What a micro-batch write did, handed from the sink's commit back to the foreachBatch function.
+"""What a micro-batch write did: the files Spark's tasks wrote, handed from the sink's commit to
+the driver, and the report of what the driver then committed.
 
-The commit runs in a Python worker on the driver, not in the process that called `save()`, so
-it leaves the report in a file on the driver's disk (written aside and renamed into place) and
-the caller reads it once `save()` returns. It holds metadata only: per table the rows, files,
-commit status and newest event time; per route and tally value the row counts.
+The sink's `commit()` runs in a Python worker on the driver, not in the process that called
+`save()`, so it leaves a `WrittenBatch` in a file on the driver's disk (written aside and renamed
+into place) and the caller reads it once `save()` returns. It is metadata only: per table the
+files (paths, sizes, statistics), per route and tally value the row counts, and the first rows
+the plan asked for (a value per key). The driver commits the files and keeps a `BatchReport`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass, field
+import pickle
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
+
+from pipeline.delta_connector.data_files import DataFile
+
+FirstRow = tuple[tuple[Any, ...], bytes | str | None]
+"""(rank, value): the rank is the row's order columns, the least rank is the first row."""
+FirstRowsFound = dict[tuple[Any, ...], FirstRow]
+"""Key (the values of the plan's key columns) -> its first row."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +29,6 @@ class TableReport:
     status: str
     rows: int = 0
     files: int = 0
-    version: int | None = None
     newest: float | None = None
 
 
@@ -36,16 +45,43 @@ class BatchReport:
         report = self.tables.get(route)
         return report.rows if report is not None and report.status != "empty" else 0
 
+
+@dataclass
+class WrittenBatch:
+    files: dict[str, list[DataFile]] = field(default_factory=dict)
+    """Route -> the files its table got from every task."""
+    tallies: dict[str, dict[str, int]] = field(default_factory=dict)
+    first_rows: FirstRowsFound = field(default_factory=dict)
+    """Key -> its first row, over every task."""
+
+    def add(self, files: list[DataFile], route_of: Callable[[DataFile], str], tallies: dict[str, dict[str, int]],
+            first_rows: FirstRowsFound) -> None:
+        """Fold one task's commit message in."""
+        for data_file in files:
+            self.files.setdefault(route_of(data_file), []).append(data_file)
+        for route, counts in tallies.items():
+            for value, rows in counts.items():
+                self.tallies.setdefault(route, {})[value] = self.tallies.get(route, {}).get(value, 0) + rows
+        merge_first_rows(self.first_rows, first_rows)
+
+    def all_files(self) -> list[DataFile]:
+        return [f for routed in self.files.values() for f in routed]
+
     def save(self, path: str) -> None:
         partial = f"{path}.partial"
-        Path(partial).write_text(json.dumps(asdict(self), sort_keys=True))
+        Path(partial).write_bytes(pickle.dumps(self))
         os.replace(partial, path)
 
     @classmethod
-    def load(cls, path: str) -> "BatchReport":
-        raw = json.loads(Path(path).read_text())
-        return cls(
-            tables={route: TableReport(**table) for route, table in raw["tables"].items()},
-            tallies=raw["tallies"],
-            halted=raw["halted"],
-        )
+    def load(cls, path: str) -> "WrittenBatch":
+        written = pickle.loads(Path(path).read_bytes())
+        if not isinstance(written, cls):
+            raise TypeError(f"`{path}` does not hold a written batch")
+        return written
+
+
+def merge_first_rows(into: FirstRowsFound, more: FirstRowsFound) -> None:
+    """Keep, per key, the row of least rank (ranks are never null: they order landing lines)."""
+    for key, (rank, value) in more.items():
+        if key not in into or rank < into[key][0]:
+            into[key] = (rank, value)

@@ -16,18 +16,25 @@ import json
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol
 
 import pyarrow as pa
 
 from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
-from pipeline.delta_connector.batch_commit import committed_batch
-from pipeline.delta_connector.batch_report import BatchReport, TableReport
+from pipeline.delta_connector.batch_commit import commit_written, committed_batch
+from pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
 from pipeline.delta_connector.batch_writer import WriteOutcome, write_batch
 from pipeline.delta_connector.delta_source import FORMAT_NAME
 from pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from pipeline.delta_connector.lake_sink import PLAN_OPTION
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
+from pipeline.delta_connector.write_plan import (
+    ROUTE_COLUMN,
+    TALLY_COLUMN,
+    TEXT_SUFFIX,
+    FirstRows,
+    TableTarget,
+    WritePlan,
+)
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import table_access
 from streamops.commit_metadata import BatchCommitInfo
@@ -54,9 +61,13 @@ class DeltaConnector(Protocol):
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         """Driver-made rows of a small metadata table, exactly once per batch."""
 
-    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+    def write_routes(
+        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+    ) -> BatchReport:
         """Each row of `df` into the table of its `_route`, from Spark's tasks, exactly once per
-        batch; returns what was committed (metadata only)."""
+        batch; returns what was committed (metadata only). `before_commit` gets the first rows
+        the plan asks for once the rows are written and before any table is committed; if it
+        raises, nothing is."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,14 @@ class EmbeddedDelta:
         with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
             return write_batch(table, data, commit)
 
-    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+    def write_routes(
+        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+    ) -> BatchReport:
         with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
-            planned = replace(plan, report_path=str(Path(scratch) / "report.json"))
+            planned = replace(plan, report_path=str(Path(scratch) / "written.pickle"))
             df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
-            return BatchReport.load(planned.report_path)
+            written = WrittenBatch.load(planned.report_path)
+        return commit_written(plan, written, before_commit)
 
 
 @dataclass(frozen=True)
@@ -113,7 +127,9 @@ class NativeDelta:
         self._append(self.spark.createDataFrame(data), table, commit)
         return WriteOutcome("written", rows=data.num_rows)
 
-    def write_routes(self, df: "DataFrame", plan: WritePlan) -> BatchReport:
+    def write_routes(
+        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+    ) -> BatchReport:
         from pyspark.sql import functions as F
 
         df = df.persist()
@@ -125,6 +141,8 @@ class NativeDelta:
                 tallies.setdefault(row[0], {})[row[1] or ""] = row[2]
             if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
                 return BatchReport(tallies=tallies, halted=True)
+            if before_commit is not None:
+                before_commit(_first_rows(df, plan.first_rows) if plan.first_rows else {})
             tables: dict[str, TableReport] = {}
             for route in (route for stage in plan.commit_stages for route in stage):
                 rows = sum(tallies.get(route, {}).values())
@@ -149,6 +167,22 @@ class NativeDelta:
             .option("userMetadata", json.dumps(commit.to_custom_metadata(), sort_keys=True))
             .save(str(table))
         )
+
+
+def _first_rows(df: "DataFrame", wanted: FirstRows) -> FirstRowsFound:
+    """What the embedded sink's tasks find, as one aggregation job."""
+    from pyspark.sql import functions as F
+
+    rank = F.struct(*[F.col(name) for name in wanted.order_columns])
+    firsts = (
+        df.where(F.col(wanted.flag_column))
+        .groupBy(*wanted.key_columns)
+        .agg(F.min(rank).alias("rank"), F.min_by(wanted.value_column, rank).alias("value"))
+        .collect()
+    )
+    return {
+        tuple(row[name] for name in wanted.key_columns): (tuple(row["rank"]), row["value"]) for row in firsts
+    }
 
 
 def _native_rows(df: "DataFrame", target: TableTarget) -> "DataFrame":

@@ -1,21 +1,21 @@
 """The executor-side Delta writer: a PySpark Python data source that writes a micro-batch's rows
-as Parquet files in Spark's tasks and commits them on the driver, one txn commit per table.
+as Parquet files in Spark's tasks; the driver then commits them, one txn commit per table.
 
     df.write.format("streamops_sink").mode("append").option("plan", plan.to_json()).save()
 
 Where each method runs (PySpark 4.2, `DataSourceArrowWriter`): `write()` in the executors'
 Python workers, once per partition, with Arrow batches of the partition's rows; it splits them
-by `_route`, writes one file per table and returns the files' add actions with statistics (and
-row tallies): only that metadata reaches the driver. `commit()` runs in a Python worker on the
-driver once every task succeeded and makes the commits (pipeline/delta_connector/batch_commit.py)
-stage by stage in the plan's order, then leaves a `BatchReport` for the caller. `abort()` deletes the files of
-a failed attempt; files of a retried task that never reached a commit are unreferenced and
-VACUUM removes them.
+by `_route`, writes one file per table and returns the files' add actions with statistics, row
+tallies and the first rows the plan asks for: only that metadata reaches the driver. `commit()`
+runs in a Python worker on the driver once every task succeeded and gathers the messages into a
+`WrittenBatch` for the caller, which commits (pipeline/delta_connector/batch_commit.py) after
+whatever must be committed first (bronze: the schema registry, from the first rows). `abort()`
+deletes the files of a failed attempt; files of a retried task, or of a batch whose commit never
+came, are unreferenced and VACUUM removes them.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -24,18 +24,22 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from pipeline.delta_connector.batch_commit import commit_files, delete_files
-from pipeline.delta_connector.batch_report import BatchReport, TableReport
+from pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, merge_first_rows
+from pipeline.delta_connector.batch_commit import delete_files
 from pipeline.delta_connector.data_files import DataFile, DataFileBuilder
 from pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, TableTarget, WritePlan
+from pipeline.delta_connector.write_plan import (
+    ROUTE_COLUMN,
+    TALLY_COLUMN,
+    TEXT_SUFFIX,
+    FirstRows,
+    TableTarget,
+    WritePlan,
+)
 from pipeline.exceptions import PipelineConfigError
 
 FORMAT_NAME = "streamops_sink"
 BUFFER_BYTES = 64 * 1024 * 1024
-COMMIT_THREADS = 4
-"""Commits of one stage made at once: each is a few small writes and reads that delta-rs makes
-without holding the GIL, so a silver batch's tens of tables commit in a fraction of the time."""
 PARSE_STAGE = "silver_parse"
 PLAN_OPTION = "plan"
 
@@ -44,6 +48,7 @@ PLAN_OPTION = "plan"
 class FilesWritten(WriterCommitMessage):
     files: list[DataFile] = field(default_factory=list)
     tallies: dict[str, dict[str, int]] = field(default_factory=dict)
+    first_rows: FirstRowsFound = field(default_factory=dict)
 
 
 class LakeSink(DataSource):
@@ -76,9 +81,13 @@ class LakeSinkWriter(DataSourceArrowWriter):
         builders: dict[str, DataFileBuilder] = {}
         tallies: dict[str, dict[str, int]] = {}
         buffered: dict[str, list[pa.Table]] = {}
+        first_rows: FirstRowsFound = {}
         try:
             for batch in iterator:
-                for route, rows in split_routes(pa.Table.from_batches([batch])):
+                table = pa.Table.from_batches([batch])
+                if self.plan.first_rows is not None:
+                    merge_first_rows(first_rows, first_rows_of(table, self.plan.first_rows))
+                for route, rows in split_routes(table):
                     _tally(tallies, route, rows)
                     if route not in self.plan.tables:
                         continue
@@ -88,7 +97,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
                         self._flush(builders, route, buffered.pop(route))
             for route in list(buffered):
                 self._flush(builders, route, buffered.pop(route))
-            return FilesWritten([b.close() for b in builders.values() if b.rows], tallies)
+            return FilesWritten([b.close() for b in builders.values() if b.rows], tallies, first_rows)
         except BaseException:
             for builder in builders.values():
                 builder.discard()
@@ -136,30 +145,11 @@ class LakeSinkWriter(DataSourceArrowWriter):
         return builders[route]
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        files: dict[str, list[DataFile]] = {}
-        tallies: dict[str, dict[str, int]] = {}
+        written = WrittenBatch()
         for message in messages:
             if isinstance(message, FilesWritten):
-                for data_file in message.files:
-                    files.setdefault(_route_of(self.plan, data_file), []).append(data_file)
-                for route, counts in message.tallies.items():
-                    for value, rows in counts.items():
-                        tallies.setdefault(route, {})[value] = tallies.get(route, {}).get(value, 0) + rows
-        held = any(route not in self.plan.tables for route in tallies)
-        if held and self.plan.halt_on_held_rows:
-            delete_files(f for routed in files.values() for f in routed)
-            BatchReport(tallies=tallies, halted=True).save(self.plan.report_path)
-            return
-        tables: dict[str, TableReport] = {}
-        with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
-            for stage in self.plan.commit_stages:
-                tables.update(pool.map(lambda route: (route, self._commit(route, files.get(route, []))), stage))
-        BatchReport(tables=tables, tallies=tallies).save(self.plan.report_path)
-
-    def _commit(self, route: str, routed: list[DataFile]) -> TableReport:
-        done = commit_files(self.plan.tables[route].path, routed, self.plan.commit)
-        newest = [f.newest for f in routed if f.newest is not None]
-        return TableReport(done.status, done.rows, len(routed), done.version, max(newest) if newest else None)
+                written.add(message.files, lambda f: _route_of(self.plan, f), message.tallies, message.first_rows)
+        written.save(self.plan.report_path)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         delete_files(f for m in messages if isinstance(m, FilesWritten) for f in m.files)
@@ -167,6 +157,22 @@ class LakeSinkWriter(DataSourceArrowWriter):
 
 def _route_of(plan: WritePlan, data_file: DataFile) -> str:
     return next(route for route, target in plan.tables.items() if target.path == data_file.table)
+
+
+def first_rows_of(table: pa.Table, wanted: FirstRows) -> FirstRowsFound:
+    """Per key, the flagged row of least rank in `table`: one sort, then the first row of each
+    key's run (after the first batches of a stream, few or no rows are flagged)."""
+    flagged = table.filter(pc.fill_null(table.column(wanted.flag_column), False))
+    if flagged.num_rows == 0:
+        return {}
+    ordered = flagged.sort_by([(name, "ascending") for name in wanted.key_columns + wanted.order_columns])
+    joined = pc.binary_join_element_wise(*[ordered.column(n).cast(pa.string()) for n in wanted.key_columns], "\x00")
+    ends = pc.run_end_encode(joined.combine_chunks()).run_ends.to_pylist()
+    firsts = ordered.take(pa.array([0] + ends[:-1], pa.int64())).to_pylist()
+    return {
+        tuple(row[n] for n in wanted.key_columns): (tuple(row[n] for n in wanted.order_columns), row[wanted.value_column])
+        for row in firsts
+    }
 
 
 def split_routes(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:

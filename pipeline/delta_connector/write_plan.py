@@ -44,6 +44,18 @@ class TableTarget:
 
 
 @dataclass(frozen=True)
+class FirstRows:
+    """Rows whose first occurrence per key the write reports back (value and rank only): bronze
+    learns each new schema variation's first line in the same pass that writes the batch.
+    Candidates are the rows whose `flag_column` is true; "first" is the least `order_columns`."""
+
+    flag_column: str
+    key_columns: tuple[str, ...]
+    order_columns: tuple[str, ...]
+    value_column: str
+
+
+@dataclass(frozen=True)
 class WritePlan:
     commit: BatchCommitInfo
     tables: dict[str, TableTarget]
@@ -53,6 +65,7 @@ class WritePlan:
     report_path: str
     halt_on_held_rows: bool = False
     """True: if any row was held back, nothing is committed (the attempt's files are deleted)."""
+    first_rows: FirstRows | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -62,6 +75,7 @@ class WritePlan:
                 "commit_stages": [list(stage) for stage in self.commit_stages],
                 "report_path": self.report_path,
                 "halt_on_held_rows": self.halt_on_held_rows,
+                "first_rows": asdict(self.first_rows) if self.first_rows else None,
             },
             sort_keys=True,
         )
@@ -75,4 +89,7 @@ class WritePlan:
             commit_stages=tuple(tuple(stage) for stage in raw["commit_stages"]),
             report_path=raw["report_path"],
             halt_on_held_rows=raw["halt_on_held_rows"],
+            first_rows=FirstRows(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw["first_rows"].items()})
+            if raw.get("first_rows")
+            else None,
         )

@@ -124,11 +124,11 @@ class CrashBeforeBronze(EmbeddedDelta):
     """Fails the batch after the registry and quarantine commits, before the bronze commit: the
     real write job runs with the bronze table left out of its plan."""
 
-    def write_routes(self, df, plan: WritePlan):
+    def write_routes(self, df, plan: WritePlan, before_commit=None):
         quarantine_only = replace(
             plan, tables={QUARANTINE_ROUTE: plan.tables[QUARANTINE_ROUTE]}, commit_stages=((QUARANTINE_ROUTE,),)
         )
-        super().write_routes(df, quarantine_only)
+        super().write_routes(df, quarantine_only, before_commit)
         raise RuntimeError("simulated crash before the bronze commit")
 
 

@@ -19,7 +19,7 @@ from waiting import wait_until
 
 from pipeline.delta_connector.batch_writer import write_batch
 from pipeline.delta_connector.connector import EmbeddedDelta, connector_for
-from pipeline.delta_connector.write_plan import TableTarget, WritePlan
+from pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
@@ -268,6 +268,34 @@ def test_held_rows_stop_a_halting_batch_before_anything_is_committed(spark, tmp_
     assert report.halted and report.tallies["hold"] == {"": 1}
     assert not DeltaTable.is_deltatable(str(tmp_path / "a")) or DeltaTable(str(tmp_path / "a")).count() == 0
     assert not list((tmp_path / "a").glob("*.parquet")), "the attempt's files are deleted"
+
+
+def test_the_sink_reports_each_keys_first_flagged_row_before_any_commit(spark, tmp_path):
+    """Bronze's one pass: the tasks find each new key's first row (least rank over every task),
+    the driver sees them before any table is committed, and a refusal there commits nothing."""
+    rows = [("a", i, f"k{i % 3}") for i in range(30)] + [("b", 100, None)]
+    frame = (
+        spark.createDataFrame(rows, "_route string, id long, name string").repartition(3)
+        .selectExpr("*", "name IS NOT NULL AND name <> 'k2' AS flag", "-id AS rank")
+    )
+    wanted = FirstRows(flag_column="flag", key_columns=("name",), order_columns=("rank",), value_column="id")
+    seen: list[dict] = []
+
+    def before_commit(first_rows):
+        seen.append(dict(first_rows))
+        assert not DeltaTable.is_deltatable(str(tmp_path / "a")), "called before any commit"
+
+    report = EmbeddedDelta().write_routes(frame, sink_plan(tmp_path, 0, first_rows=wanted), before_commit)
+    assert seen == [{("k0",): ((-27,), 27), ("k1",): ((-28,), 28)}], "k2 is not flagged; the least rank wins"
+    assert report.tables["a"].rows == 30 and DeltaTable(str(tmp_path / "a")).count() == 30
+
+    def refuse(first_rows):
+        raise RuntimeError("registry refused")
+
+    with pytest.raises(RuntimeError, match="registry refused"):
+        EmbeddedDelta().write_routes(frame, sink_plan(tmp_path / "refused", 0, first_rows=wanted), refuse)
+    assert not DeltaTable.is_deltatable(str(tmp_path / "refused" / "a"))
+    assert not list((tmp_path / "refused").rglob("*.parquet")), "the written files are deleted"
 
 
 def test_native_connector_without_delta_jars_is_a_one_line_error(spark):
