@@ -119,8 +119,7 @@ def new_variations(first_rows: FirstRowsFound) -> list[NewVariation]:
     and a replay of the batch plans the same files into the same tasks.
     """
     ordered = sorted(first_rows.items(), key=lambda item: item[1][0])
-    return [NewVariation(event_type, schema_hash, bytes(prototype).decode("utf-8"))
-            for (event_type, schema_hash), (_, prototype) in ordered]
+    return [NewVariation(event_type, schema_hash, prototype) for (event_type, schema_hash), (_, prototype) in ordered]
 
 
 KEY_SEPARATOR = "\x00"
@@ -130,7 +129,7 @@ FIRST_ROWS = FirstRows(
     flag_column=NEW_VARIATION_COLUMN,
     key_columns=("event_type", "schema_hash"),
     order_columns=("source_mtime", "source_file", LINE_COLUMN),
-    value_column="payload",
+    value_column="payload_text",
 )
 """The first line of each variation the registry does not know: its prototype."""
 EVENTS_ROUTE = "events"
@@ -181,8 +180,9 @@ def bronze_routes(
     rejected: Mapping[tuple[str, str], str] | None = None,
 ) -> "DataFrame":
     """Every classified line as a bronze or quarantine row (`_route`), built in Spark, flagged
-    when its variation is not in `known`. Rows of a variation the registry rejected go to
-    quarantine as `unprocessable`."""
+    when its variation is not in `known`. A line travels to the sink once: as text for bronze,
+    as bytes for quarantine (which may not be UTF-8). Rows of a variation the registry rejected
+    go to quarantine as `unprocessable`."""
     from pyspark.sql import functions as F
 
     key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
@@ -203,8 +203,8 @@ def bronze_routes(
         "event_id",
         "event_time",
         "schema_hash",
-        "payload",
-        F.col("payload").cast("string").alias("payload_text"),
+        F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
+        F.when(reason.isNull(), F.col("payload").cast("string")).alias("payload_text"),
         "source_file",
         "source_mtime",
         F.monotonically_increasing_id().alias(LINE_COLUMN),
