@@ -4,7 +4,7 @@ or kept running (a short processing-time trigger) while the test changes the tab
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from waiting import wait_until
 
@@ -19,9 +19,16 @@ def source(spark, table: Path, schema: str | None = None, **options: Any):
 def drain(spark, table: Path, checkpoint: Path, **options: Any) -> list[dict]:
     """Every row the stream reads until it has caught up, in batch order."""
     rows: list[dict] = []
+    drain_batches(spark, table, checkpoint, lambda df, _: rows.extend(r.asDict(recursive=True) for r in df.collect()),
+                  **options)
+    return rows
+
+
+def drain_batches(spark, table: Path, checkpoint: Path, each_batch: Callable[[Any, int], None], **options: Any) -> None:
+    """Run the stream with Trigger.AvailableNow until it has caught up, `each_batch` per batch."""
     query = (
         source(spark, table, **options)
-        .writeStream.foreachBatch(lambda df, _: rows.extend(r.asDict(recursive=True) for r in df.collect()))
+        .writeStream.foreachBatch(each_batch)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
@@ -30,7 +37,6 @@ def drain(spark, table: Path, checkpoint: Path, **options: Any) -> list[dict]:
         query.awaitTermination(120)
     finally:
         query.stop()
-    return rows
 
 
 class RunningStream:

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from delta_streams import source
+from delta_streams import drain_batches
 from deltalake import DeltaTable, write_deltalake
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
@@ -43,17 +43,7 @@ def run_stream(spark, table: Path, checkpoint: Path, **options) -> list[tuple[in
     def collect(df, batch_id):
         batches.append((batch_id, sorted(r.id for r in df.select("id").collect())))
 
-    query = (
-        source(spark, table, **options)
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        query.awaitTermination(120)
-    finally:
-        query.stop()
+    drain_batches(spark, table, checkpoint, collect, **options)
     ends = {
         int(name): json.loads(Path(checkpoint, "offsets", name).read_text().split("\n")[2])
         for name in os.listdir(Path(checkpoint, "offsets"))
