@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, merge_first_rows
 from pipeline.delta_connector.batch_commit import delete_files
+from pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, merge_first_rows
 from pipeline.delta_connector.data_files import DataFile, DataFileBuilder
 from pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
 from pipeline.delta_connector.write_plan import (

@@ -70,6 +70,7 @@ PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 LAGGING_COMMITS = 40
 """Commits of the lagging reader's table: one a batch every 2 s lasts past the deadline."""
+LAGGING_READER = "user_lagging_delta_reader"
 
 
 def lagging_delta_table(path: Path) -> Path:
@@ -105,8 +106,8 @@ def start_user_queries(spark, delta_table: Path, checkpoints: Path) -> list:
     lagging = (
         spark.readStream.format("streamops_delta").option("maxFilesPerTrigger", 1).load(str(delta_table))
         .writeStream.format("noop")
-        .queryName("user_lagging_delta_reader")
-        .option("checkpointLocation", str(checkpoints / "user_lagging_delta_reader"))
+        .queryName(LAGGING_READER)
+        .option("checkpointLocation", str(checkpoints / LAGGING_READER))
         .trigger(processingTime="2 seconds")
         .start()
     )
@@ -185,6 +186,7 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     lake = LakeLayout.at(tmp_path / "lake")
     monitor = StreamMonitor(spark, lake, metrics_port=0, flush_interval_s=1.0).start()
     delta_table = lagging_delta_table(tmp_path / "upstream")
+    monitor.register_source_table(LAGGING_READER, delta_table)  # outside the lake: named, as a user would
     user_queries: list = []
     try:
         replay_recorded_kafka_run(monitor)
@@ -225,6 +227,9 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                     f"{file}: {where}: {problems.get((file, where))}: {pending[(file, where)].text}"
                     for file, where in sorted(pending)
                 )
+                if user_queries:  # the lagging reader is what the headroom panel counts on
+                    headroom = f'{sample_name(SOURCE_RETENTION_HEADROOM)}{{stream="{LAGGING_READER}"}}'
+                    wait_until(lambda: prometheus.query(headroom)["data"]["result"], 60, "the lagging reader's headroom", 1)
             finally:
                 supervisor.request_stop()
                 runner.join(timeout=120)

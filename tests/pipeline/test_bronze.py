@@ -17,7 +17,7 @@ from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.pipeline_events import Unmonitored
 from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
-from pipeline.registry.schema_registry import SchemaRegistry
+from pipeline.registry.schema_registry import REGISTRY_STAGE, Registration, SchemaRegistry
 from streamops.lake_layout import LakeLayout
 
 
@@ -148,6 +148,37 @@ def test_batch_replayed_after_crash_before_bronze_commit_duplicates_nothing(spar
     assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["malformed_json"]
     history = DeltaTable(str(lake.bronze_events)).history()
     assert [h.get("streamops.batchId") for h in history if "streamops.batchId" in h] == [0]
+
+
+class RejectingRegistry(SchemaRegistry):
+    """Rejects every variation of type `b`, as the registry rejects one whose prototype, inference
+    or Arrow schema fails; the other variations register as usual."""
+
+    def register(self, spark, connector, new, bronze_version, commit):
+        kept = [v for v in new if v.event_type != "b"]
+        registration = super().register(spark, connector, kept, bronze_version, commit)
+        refused = {(v.event_type, v.variation_hash): "prototype refused" for v in new if v.event_type == "b"}
+        return Registration(registration.entries, {**registration.rejected, **refused})
+
+
+def test_lines_of_a_rejected_variation_are_quarantined_and_the_first_attempts_files_removed(spark, tmp_path):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_file(landing, "1.ndjson", [event("a", i, v=i) for i in range(3)] + [event("b", i, w="x") for i in range(2)])
+    registry = RejectingRegistry.load(lake.schema_registry)
+    writer = BronzeBatchWriter(lake, EmbeddedDelta(), registry, Unmonitored())
+    query = start_bronze(spark, lake, BronzeSettings(landing, available_now=True), writer)
+    try:
+        query.awaitTermination(180)
+    finally:
+        query.stop()
+    assert sorted(r["event_id"] for r in rows(lake.bronze_events)) == ["a-0", "a-1", "a-2"]
+    quarantine = rows(lake.bronze_quarantine)
+    assert [(q["reason"], q["detail"]) for q in quarantine] == [("unprocessable", f"stage {REGISTRY_STAGE}: prototype refused")] * 2
+    assert sorted(json.loads(q["raw_bytes"])["event_id"] for q in quarantine) == ["b-0", "b-1"]
+    assert [r["event_type"] for r in rows(lake.schema_registry)] == ["a"]
+    for table in (lake.bronze_events, lake.bronze_quarantine):
+        committed = {Path(uri).name for uri in DeltaTable(str(table)).file_uris()}
+        assert {f.name for f in Path(table).glob("*.parquet")} == committed, "the first attempt's files are deleted"
 
 
 def test_restart_continues_from_the_checkpoint(spark, tmp_path):
