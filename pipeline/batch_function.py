@@ -74,7 +74,8 @@ def batch_function(func: BatchFunction) -> BatchFunction:
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as error:  # noqa: BLE001 - see NativeCodePanicked
-            raise NativeCodePanicked(f"{type(error).__name__}: {_first_line(_safe_str(error))[:MAX_LINE_CHARS]}") from None
+            line = _first_line(_safe_str(error))[:MAX_LINE_CHARS]
+            raise NativeCodePanicked(f"{type(error).__name__}: {line}") from None
 
     run_batch.__wrapped__ = func  # type: ignore[attr-defined]
     return run_batch

@@ -42,6 +42,7 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
     Spark itself. A caller that brought its own session keeps it running."""
     from pyspark import SparkContext
 
+    require_writable_lake(LakeLayout.at(options.lake).root.local_path)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
     spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
     try:
@@ -57,7 +58,6 @@ def _run_with(
     from monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(options.lake)
-    require_writable_lake(lake.root.local_path)
     monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
     monitor.start()
     settings = PipelineSettings(

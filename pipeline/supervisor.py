@@ -28,6 +28,7 @@ from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from pipeline.query_restarts import QueryRestarts, Supervised, first_line
 from pipeline.registry.schema_registry import SchemaRegistry
 from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
+from streamops.abandoned_writes import remove_abandoned_writes
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class Supervisor:
         )
 
     def _start_bronze(self, available_now: bool) -> "StreamingQuery":
+        self._clear_abandoned_writes(BRONZE_STREAM)
         writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done)
         settings = BronzeSettings(
             landing=self.settings.landing,
@@ -103,12 +105,14 @@ class Supervisor:
         return start_bronze(self.spark, self.lake, settings, writer)
 
     def _start_management(self, available_now: bool) -> "StreamingQuery":
+        self._clear_abandoned_writes(MANAGEMENT_STREAM)
         writer = ManagementBatchWriter(self.lake, self.connector, self.settings.silver.types_per_group)
         return start_management(
             self.spark, self.lake, self.connector, writer, self.settings.trigger_seconds, available_now
         )
 
     def _start_group(self, group: str, available_now: bool) -> "StreamingQuery":
+        self._clear_abandoned_writes(silver_stream(group))
         silver = SilverSettings(
             types_per_group=self.settings.silver.types_per_group,
             on_incompatible=self.settings.silver.on_incompatible,
@@ -121,6 +125,12 @@ class Supervisor:
             self.lake, self.connector, group, silver, self.events, on_policy_stop=self.restarts.policy_stopped
         )
         return start_silver_group(self.spark, self.lake, self.connector, writer)
+
+    def _clear_abandoned_writes(self, stream: str) -> None:
+        """Before a query starts: what a killed driver left mid-write would stop it (abandoned_writes)."""
+        removed = remove_abandoned_writes(self.lake.checkpoint(stream))
+        if removed:
+            self.log(f"{stream}: removed {len(removed)} temporary file(s) of an interrupted checkpoint write")
 
     def run_until_idle(self, max_rounds: int = 20) -> RunReport:
         """Drain everything available now; returns when a round changes nothing."""

@@ -209,3 +209,22 @@ def test_a_damaged_table_stops_the_stream_with_one_line_and_is_retried_with_back
 def no_query_left(spark):
     yield
     assert [q.name for q in spark.streams.active] == []
+
+
+def test_a_first_offset_write_cut_short_by_a_kill_does_not_stop_the_restart(spark, tmp_path):
+    """A SIGKILL between Spark's write of offsets/0 and its rename left `.0.<uuid>.tmp`; Spark 4.2
+    then refused to start bronze ("offsets should be empty on batch 0") on every restart."""
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_events(landing, "a.ndjson", [event("click", i, n=i) for i in range(3)])
+    offsets = lake.checkpoint("bronze").local_path / "offsets"
+    offsets.mkdir(parents=True)
+    name = "0.8c9f3e15-e856-443a-9366-9999d5141266.tmp"
+    (offsets / f".{name}").write_bytes(b"")
+    (offsets / f"..{name}.crc").write_bytes(b"")
+    settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=0.5)
+    lines: list[str] = []
+    report = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lines.append).run_until_idle()
+    assert report.failures == {}
+    assert silver_count(lake, "click") == 3
+    assert "bronze: removed 2 temporary file(s) of an interrupted checkpoint write" in lines
+    assert (offsets / "0").exists()
