@@ -60,9 +60,6 @@ def build_spark(
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",
-        # a batch is persisted only while its own jobs run: compressing it cost more (0.6 s per
-        # 100,000 landing lines) than reading it once more would
-        "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
     settings.update(conf or {})
     jar = classifier_jar()
