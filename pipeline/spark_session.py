@@ -13,6 +13,11 @@ from pipeline.bronze.jvm_classifier import classifier_jar
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true"
+"""Every row between Spark and Python (the Delta source's batches, the sink's input) is read
+and written through Arrow Java buffers, which check bounds and reference counts on every
+access by default: 16 % of the JVM's CPU under the sustained-load benchmark. The buffers are
+Spark's and pyarrow's own (BENCHMARKS.md, "Arrow bounds checks")."""
 
 
 def ensure_java() -> None:
@@ -56,7 +61,8 @@ def build_spark(
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
         "spark.default.parallelism": str(max(2, cores)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {ARROW_JAVA_OPTIONS}",
+        "spark.executor.extraJavaOptions": ARROW_JAVA_OPTIONS,
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",

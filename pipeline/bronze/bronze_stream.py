@@ -31,6 +31,7 @@ from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from pipeline.bronze.record_rules import UTF8_BOM
+from pipeline.sql_literals import is_in, string_literal
 from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
@@ -147,7 +148,7 @@ EVENT_COLUMNS = {
 QUARANTINE_COLUMNS = {
     "stream": "stream",
     "batch_id": "batch_id",
-    "reason": "reason",
+    "reason": TALLY_COLUMN,
     "detail": "detail",
     "event_type": "event_type",
     "schema_hash": "schema_hash",
@@ -185,19 +186,18 @@ def bronze_routes(
     go to quarantine as `unprocessable`."""
     from pyspark.sql import functions as F
 
-    key = F.concat_ws(KEY_SEPARATOR, "event_type", "schema_hash")
+    key_sql = f"concat_ws({string_literal(KEY_SEPARATOR)}, event_type, schema_hash)"
+    key = F.expr(key_sql)
     reason, detail = F.col("quarantine_reason"), F.col("quarantine_detail")
     if rejected:
         why = F.create_map(*[F.lit(x) for (t, h), d in sorted(rejected.items())
                              for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")])[key]
         reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
         detail = F.coalesce(detail, why)
-    names = sorted(f"{t}{KEY_SEPARATOR}{h}" for t, h in known)
-    new = reason.isNull() & ~key.isin(names) if names else reason.isNull()
+    new = reason.isNull() & ~is_in(key_sql, (f"{t}{KEY_SEPARATOR}{h}" for t, h in known))
     return classified.select(
         F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE)).alias(ROUTE_COLUMN),
         reason.alias(TALLY_COLUMN),
-        reason.alias("reason"),
         detail.alias("detail"),
         "event_type",
         "event_id",

@@ -55,8 +55,14 @@ class DeltaConnector(Protocol):
     name: ConnectorName
 
     def read_stream(
-        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
-    ) -> "DataFrame": ...
+        self,
+        spark: "SparkSession",
+        table: Path,
+        options: Mapping[str, str] | None = None,
+        row_filter: Mapping[str, str] | None = None,
+    ) -> "DataFrame":
+        """A stream of the table's appends. `row_filter`: the embedded source's `rowFilter`
+        options (rows the stream's own filter would drop, skipped before they reach Spark)."""
 
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         """Driver-made rows of a small metadata table, exactly once per batch."""
@@ -77,10 +83,14 @@ class EmbeddedDelta:
     name: ConnectorName = "embedded"
 
     def read_stream(
-        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
+        self,
+        spark: "SparkSession",
+        table: Path,
+        options: Mapping[str, str] | None = None,
+        row_filter: Mapping[str, str] | None = None,
     ) -> "DataFrame":
         reader = spark.readStream.format(FORMAT_NAME).option("path", str(table))
-        for key, value in (options or {}).items():
+        for key, value in {**(options or {}), **(row_filter or {})}.items():
             reader = reader.option(key, value)
         return reader.load()
 
@@ -111,8 +121,14 @@ class NativeDelta:
     name: ConnectorName = "native"
 
     def read_stream(
-        self, spark: "SparkSession", table: Path, options: Mapping[str, str] | None = None
+        self,
+        spark: "SparkSession",
+        table: Path,
+        options: Mapping[str, str] | None = None,
+        row_filter: Mapping[str, str] | None = None,
     ) -> "DataFrame":
+        """Delta's source reads every row: `row_filter` is the embedded source's own option,
+        and the stream's filter drops those rows in Spark."""
         reader = spark.readStream.format("delta")
         for key, value in (options or {}).items():
             reader = reader.option(key, value)

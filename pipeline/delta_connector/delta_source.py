@@ -5,7 +5,7 @@
 Options (as Delta's own source): maxFilesPerTrigger (default 1000), maxBytesPerTrigger,
 startingVersion (a version or "latest"; default: the table snapshot, then new commits),
 and Delta's options for commits that are not appends: skipChangeCommits, ignoreDeletes,
-ignoreChanges (`streamops.change_commits`). Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
+ignoreChanges (`streamops.change_commits`), and `rowFilter` (below). Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
 native Delta ones. Planning (`initialOffset`, `latestOffset`, `partitions`) runs in one
 long-lived Python process on the driver; `read` runs on executors and gets only the pickled
 add actions of its partition (with their deletion vectors), and reads each file as
@@ -15,9 +15,11 @@ lacks (`streamops.table_features`) is refused when the source is created, in one
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+import importlib
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import (
@@ -42,14 +44,24 @@ from streamops.table_features import read_protocol, unreadable_reader_feature
 FORMAT_NAME = "streamops_delta"
 DEFAULT_MAX_FILES = 1000
 TARGET_PARTITION_BYTES = 64 * 1024 * 1024
+ROW_FILTER_OPTION = "rowFilter"
+"""`module:function`. Called with the source's options on the driver as each batch is planned,
+the function returns the rows the stream is known not to want, as (column, values), or None;
+the tasks drop those rows before they reach Spark. A stream that keeps a small part of a shared
+table (a silver group keeps its own event types of all of bronze) then does not move the rest
+into the JVM only to filter it out there. It must name only rows the stream's own filter drops:
+offsets, and so exactly-once, are unchanged."""
+
+SkippedRows = tuple[str, frozenset[str]]
 
 
 class DeltaFilesPartition(InputPartition):
-    """The add actions one Spark task reads, in streaming order."""
+    """The add actions one Spark task reads, in streaming order, and the rows it drops."""
 
-    def __init__(self, files: list[AddFile]) -> None:
+    def __init__(self, files: list[AddFile], skipped: SkippedRows | None = None) -> None:
         super().__init__(files)
         self.files = files
+        self.skipped = skipped
 
 
 def source_log(path: str) -> DeltaLog:
@@ -100,6 +112,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         self.starting_version = options.get("startingVersion")
         self.read_mode = read_mode(options)
+        self.options = options
+        self.row_filter = _row_filter(options.get(ROW_FILTER_OPTION))
         self._available_now_version: int | None = None
         self._latest_at_start = -1
         self._index: DeltaFileIndex | None = None
@@ -203,7 +217,14 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 group_bytes = 0
             groups[-1].append(indexed.file)
             group_bytes += indexed.file.size
-        return [DeltaFilesPartition(group) for group in groups]
+        skipped = self._skipped_rows()
+        return [DeltaFilesPartition(group, skipped) for group in groups]
+
+    def _skipped_rows(self) -> SkippedRows | None:
+        if self.row_filter is None:
+            return None
+        found = self.row_filter(self.options)
+        return None if found is None or not found[1] else (found[0], frozenset(found[1]))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         table = Location.of(self.path)
@@ -216,10 +237,29 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"data file `{add.path}` of `{self.path}` is gone (VACUUM removed it before this "
                     "stream read it); restart from a new checkpoint or a later startingVersion"
                 ) from error
+            skipped = partition.skipped  # type: ignore[attr-defined]
+            if skipped is not None:
+                column, values = skipped
+                rows = rows.filter(pc.invert(pc.fill_null(pc.is_in(rows.column(column), pa.array(sorted(values))), False)))
             yield from rows.to_batches()
 
     def commit(self, end: dict) -> None:
         """Nothing to release: offsets are derived from the immutable Delta log."""
+
+
+def _row_filter(spec: str | None) -> Callable[[Mapping[str, str]], Any] | None:
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name) if name else None
+    except ImportError:
+        found = None
+    if not callable(found):
+        raise PipelineConfigError(
+            f"{ROW_FILTER_OPTION} `{spec}` names no function: give it as `package.module:function`"
+        )
+    return found
 
 
 def _required_path(options: Any) -> str:

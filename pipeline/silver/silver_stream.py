@@ -25,6 +25,7 @@ from pipeline.delta_connector.batch_report import BatchReport
 from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TableTarget, WritePlan
 from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
+from pipeline.silver.group_rows import group_row_filter
 from pipeline.silver.payload_parser import rescued_data, typed_payload
 from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
 from pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
@@ -246,7 +247,10 @@ def start_silver_group(
     settings = writer.settings
     stream = (
         connector.read_stream(
-            spark, lake.bronze_events, {"maxFilesPerTrigger": str(settings.max_files_per_trigger)}
+            spark,
+            lake.bronze_events,
+            {"maxFilesPerTrigger": str(settings.max_files_per_trigger)},
+            row_filter=group_row_filter(lake, writer.group),
         )
         .writeStream.queryName(writer.stream)
         .foreachBatch(batch_function(writer))

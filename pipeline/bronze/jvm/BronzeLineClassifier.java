@@ -53,6 +53,8 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
   private static final Pattern EVENT_TYPE = Pattern.compile("^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,127}$");
   private static final int MAX_CACHED_SHAPES = 100_000;
   private static final ConcurrentHashMap<Shape, Verdict> VERDICT_BY_SHAPE = new ConcurrentHashMap<>();
+  private static final int MAX_CACHED_KEYS = 100_000;
+  private static final ConcurrentHashMap<String, long[]> KEY_CODES = new ConcurrentHashMap<>();
   private static final Set<String> RESERVED_COLUMNS =
       Set.of(
           "_event_time", "_ingest_time", "_source_file", "_bronze_batch_id", "_schema_hash",
@@ -242,11 +244,28 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
       high = mix(high + value * 0x9E3779B97F4A7C15L);
     }
 
+    /**
+     * A key enters as its own pair of chains over its length and characters, worked out once per
+     * distinct key: Jackson hands back one canonical String per name, so the lookup is a cached
+     * hash and an identity compare, where mixing every character of every key was the largest
+     * single cost of classifying a line.
+     */
     void addKey(String key) {
-      add(0x100000000L | key.length());
-      for (int i = 0; i < key.length(); i++) {
-        add(key.charAt(i));
+      long[] code = KEY_CODES.get(key);
+      if (code == null) {
+        Scan chains = new Scan();
+        chains.add(0x100000000L | key.length());
+        for (int i = 0; i < key.length(); i++) {
+          chains.add(key.charAt(i));
+        }
+        code = new long[] {chains.low, chains.high};
+        if (KEY_CODES.size() >= MAX_CACHED_KEYS) {
+          KEY_CODES.clear();
+        }
+        KEY_CODES.put(key, code);
       }
+      low = mix(low ^ code[0]);
+      high = mix(high + code[1] * 0x9E3779B97F4A7C15L);
     }
     JsonToken eventTypeToken;
     String eventType;
