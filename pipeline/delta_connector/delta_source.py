@@ -224,7 +224,14 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.row_filter is None:
             return None
         found = self.row_filter(self.options)
-        return None if found is None or not found[1] else (found[0], frozenset(found[1]))
+        if found is None or not found[1]:
+            return None
+        if found[0] not in self.schema.names:
+            raise PipelineConfigError(
+                f"{ROW_FILTER_OPTION} `{self.options.get(ROW_FILTER_OPTION)}` skips rows by column "
+                f"`{found[0]}`, which `{self.path}` does not have: return one of its columns"
+            )
+        return found[0], frozenset(found[1])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         table = Location.of(self.path)

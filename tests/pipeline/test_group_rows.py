@@ -41,3 +41,14 @@ def test_a_row_filter_that_names_no_function_stops_the_stream_with_one_line(spar
     with pytest.raises(StreamingQueryException) as failure:
         drain_batches(spark, table, tmp_path / "ck", lambda df, _: df.collect(), **{ROW_FILTER_OPTION: "no_such_module:rows"})
     assert "rowFilter `no_such_module:rows` names no function" in str(failure.value)
+
+
+def test_a_row_filter_on_a_column_the_table_lacks_stops_the_stream_with_one_line(spark, tmp_path):
+    lake = LakeLayout.at(tmp_path / "lake")
+    ensure_table(lake.event_groups)
+    write_deltalake(str(lake.event_groups), assignment_rows({"a": "g0002"}, batch_id=0), mode="append")
+    table = tmp_path / "no_event_type"
+    write_deltalake(str(table), pa.table({"id": [1, 2]}), mode="append")
+    with pytest.raises(StreamingQueryException) as failure:
+        drain_batches(spark, table, tmp_path / "ck", lambda df, _: df.collect(), **group_row_filter(lake, "g0001"))
+    assert "skips rows by column `event_type`, which" in str(failure.value)
