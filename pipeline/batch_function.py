@@ -28,6 +28,8 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Callable
 
+from streamops.exceptions import error_line
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -74,8 +76,7 @@ def batch_function(func: BatchFunction) -> BatchFunction:
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as error:  # noqa: BLE001 - see NativeCodePanicked
-            line = _first_line(_safe_str(error))[:MAX_LINE_CHARS]
-            raise NativeCodePanicked(f"{type(error).__name__}: {line}") from None
+            raise NativeCodePanicked(error_line(error, MAX_LINE_CHARS)) from None
 
     run_batch.__wrapped__ = func  # type: ignore[attr-defined]
     return run_batch
@@ -92,7 +93,7 @@ def java_call_summary(error: BaseException) -> str:
     java_error = _first_py4j_error(error)
     parts = []
     if java_error is not error:  # e.g. our RuntimeError raised from the Py4JJavaError
-        parts.append(f"{type(error).__name__}: {_first_line(_safe_str(error))[:MAX_LINE_CHARS]}")
+        parts.append(error_line(error, MAX_LINE_CHARS))
     if java_error is None:
         call, heads = "?", []
     else:

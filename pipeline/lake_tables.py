@@ -14,6 +14,7 @@ from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
 from pipeline.exceptions import LakeTableError
+from streamops.exceptions import error_line
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -76,10 +77,8 @@ def require_writable_lake(root: Path) -> None:
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:  # noqa: BLE001 - delta-rs panics are BaseExceptions (pyo3)
-        text = str(error).strip()
         raise LakeTableError(
-            f"delta-rs cannot write tables under `{root}` ({type(error).__name__}: "
-            f"{text.splitlines()[0][:200] if text else ''}): choose another --lake path "
+            f"delta-rs cannot write tables under `{root}` ({error_line(error)}): choose another --lake path "
             "(delta-rs fails on `[` and `]` in local paths)"
         ) from None
     finally:

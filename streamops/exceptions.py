@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 
+def error_line(error: BaseException, limit: int = 200) -> str:
+    """`Type: first line of its message` (at most `limit` characters of it): how one failure is
+    named inside another one-line message."""
+    try:
+        text = str(error).strip()
+    except Exception:  # noqa: BLE001 - str() of a Py4J error asks the JVM, which may be gone
+        text = repr(error)
+    return f"{type(error).__name__}: {text.splitlines()[0][:limit] if text else ''}"
+
+
 class StreamopsError(Exception):
     """An error a user can act on: `str(error)` says what happened and what to do.
 

@@ -52,7 +52,7 @@ table (a silver group keeps its own event types of all of bronze) then does not 
 into the JVM only to filter it out there. It must name only rows the stream's own filter drops:
 offsets, and so exactly-once, are unchanged."""
 
-SkippedRows = tuple[str, frozenset[str]]
+SkippedRows = tuple[str, tuple[str, ...]]
 
 
 class DeltaFilesPartition(InputPartition):
@@ -231,11 +231,13 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"{ROW_FILTER_OPTION} `{self.options.get(ROW_FILTER_OPTION)}` skips rows by column "
                 f"`{found[0]}`, which `{self.path}` does not have: return one of its columns"
             )
-        return found[0], frozenset(found[1])
+        return found[0], tuple(sorted(set(found[1])))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         table = Location.of(self.path)
         target = to_arrow_schema(self.schema, timezone="UTC")
+        skipped = partition.skipped  # type: ignore[attr-defined]
+        skipped_values = pa.array(skipped[1], pa.string()) if skipped is not None else None
         for add in partition.files:  # type: ignore[attr-defined]
             try:
                 rows = read_data_file(table, add, self.columns, target)
@@ -244,10 +246,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"data file `{add.path}` of `{self.path}` is gone (VACUUM removed it before this "
                     "stream read it); restart from a new checkpoint or a later startingVersion"
                 ) from error
-            skipped = partition.skipped  # type: ignore[attr-defined]
             if skipped is not None:
-                column, values = skipped
-                rows = rows.filter(pc.invert(pc.fill_null(pc.is_in(rows.column(column), pa.array(sorted(values))), False)))
+                wanted = pc.invert(pc.fill_null(pc.is_in(rows.column(skipped[0]), skipped_values), False))
+                rows = rows.filter(wanted)
             yield from rows.to_batches()
 
     def commit(self, end: dict) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from pipeline.silver.column_names import CORRUPT_RECORD_COLUMN
+from streamops.exceptions import error_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,12 +68,7 @@ def infer_isolated(spark: "SparkSession", groups: Mapping[str, Mapping[str, Sequ
         try:
             schemas.update(infer_schemas(spark, group))
         except Exception as error:  # noqa: BLE001 - isolated: the canary inferred
-            failed[name] = f"{type(error).__name__}: {_first_line(error)}"
+            failed[name] = error_line(error)
     if failed:
         infer_schemas(spark, _CANARY)  # Spark stopped meanwhile (a query stop cancels its jobs): not the data
     return Inference(schemas, failed)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else ""

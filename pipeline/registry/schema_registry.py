@@ -36,6 +36,7 @@ from pipeline.registry.schema_inference import infer_isolated
 from pipeline.registry.schema_variation import variation_paths
 from pipeline.bronze.strict_json import loads
 from streamops.delta_read import read_delta
+from streamops.exceptions import error_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -176,7 +177,7 @@ class SchemaRegistry:
             try:
                 paths[variation.variation_hash] = tuple(variation_paths(loads(variation.prototype)))
             except Exception as error:  # noqa: BLE001 - isolate the record, keep the batch
-                rejected[(variation.event_type, variation.variation_hash)] = _why(error)
+                rejected[(variation.event_type, variation.variation_hash)] = error_line(error)
         fresh = [v for v in fresh if (v.event_type, v.variation_hash) not in rejected]
         by_type: dict[str, list[NewVariation]] = {}
         for variation in fresh:
@@ -196,7 +197,7 @@ class SchemaRegistry:
                 evolution = evolve(applied.get(event_type), variation_schema)
                 arrow_schema(evolution.schema)
             except Exception as error:  # noqa: BLE001 - silver could never read it: isolate
-                rejected[(event_type, variation.variation_hash)] = _why(error)
+                rejected[(event_type, variation.variation_hash)] = error_line(error)
                 continue
             applied[event_type] = evolution.schema
             history = self._by_type.get(event_type)
@@ -231,11 +232,6 @@ class SchemaRegistry:
         keys = {"S:" + event_type: known + [v.prototype for v in fresh]}
         keys.update({"V:" + v.variation_hash: [v.prototype] for v in fresh})
         return keys
-
-
-def _why(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
 
 
 def _superset(history: list[RegistryEntry] | None) -> dict[str, Any] | None:
