@@ -34,6 +34,7 @@ from pathlib import Path
 from bench_support import machine
 from deltalake import DeltaTable
 
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
@@ -75,7 +76,7 @@ def kill_moment(pipeline: subprocess.Popen, lake: LakeLayout, rng: random.Random
 def id_counts(table: Path) -> Counter:
     if not DeltaTable.is_deltatable(str(table)):
         return Counter()
-    return Counter(DeltaTable(str(table)).to_pyarrow_table(columns=["event_id"]).column(0).to_pylist())
+    return Counter(read_delta(str(table), columns=["event_id"]).column(0).to_pylist())
 
 
 def accounting(expected: int, ids: Counter) -> dict:
@@ -90,7 +91,7 @@ def check(lake: LakeLayout, manifest: dict) -> dict:
         event_type: accounting(info["events"], id_counts(lake.silver(event_type)))
         for event_type, info in sorted(manifest["event_types"].items())
     }
-    reasons = Counter(DeltaTable(str(lake.bronze_quarantine)).to_pyarrow_table(columns=["reason"]).column(0).to_pylist())
+    reasons = Counter(read_delta(str(lake.bronze_quarantine), columns=["reason"]).column(0).to_pylist())
     expected_quarantine = manifest["expected_quarantine"]
     return {
         "bronze": bronze,

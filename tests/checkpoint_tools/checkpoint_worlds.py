@@ -26,6 +26,7 @@ from deltalake.transaction import AddAction
 
 from pipeline.delta_connector.batch_writer import write_batch
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 SILVER_STREAM = "silver_core"
@@ -219,9 +220,9 @@ def sink_rows(sinks: tuple[Path, ...]) -> list[int]:
     ids: list[int] = []
     for sink in sinks:
         if DeltaTable.is_deltatable(str(sink)):
-            ids.extend(DeltaTable(str(sink)).to_pyarrow_table().column("id").to_pylist())
+            ids.extend(read_delta(str(sink)).column("id").to_pylist())
     return sorted(ids)
 
 
 def source_rows(source: Path) -> list[int]:
-    return sorted(DeltaTable(str(source)).to_pyarrow_table().column("id").to_pylist())
+    return sorted(read_delta(str(source)).column("id").to_pylist())

@@ -19,6 +19,7 @@ from pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.cli import main
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.delta_log import DeltaLog
+from streamops.delta_read import read_delta
 from streamops.storage.location import Location
 
 NO_READERS = StreamReaders((), ())
@@ -48,7 +49,7 @@ def small_table(path, files: int = 6):
 
 
 def ids(path) -> list[int]:
-    return sorted(DeltaTable(str(path)).to_pyarrow_table().column("id").to_pylist())
+    return sorted(read_delta(str(path)).column("id").to_pylist())
 
 
 def test_a_conflicting_commit_makes_the_compaction_start_again(tmp_path):

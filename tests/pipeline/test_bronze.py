@@ -18,6 +18,7 @@ from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.pipeline_events import Unmonitored
 from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from pipeline.registry.schema_registry import REGISTRY_STAGE, Registration, SchemaRegistry
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
@@ -46,7 +47,7 @@ def run_bronze(spark, lake: LakeLayout, landing: Path, connector=None) -> None:
 
 
 def rows(table: Path) -> list[dict]:
-    return DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    return read_delta(str(table)).to_pylist()
 
 
 BAD_LINES = {

@@ -23,6 +23,7 @@ from pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePla
 from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta_read import read_delta
 
 
 def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
@@ -173,7 +174,7 @@ def test_writer_commits_once_per_batch_with_txn_and_metadata(tmp_path):
     again = write_batch(table, pa.table({"id": [1, 2]}), info)
     assert (first.status, again.status) == ("written", "skipped")
     dt = DeltaTable(str(table))
-    assert dt.to_pyarrow_table().num_rows == 2
+    assert read_delta(dt).num_rows == 2
     assert dt.transaction_version("silver_g1") == 0
     commit = dt.history(1)[0]
     assert commit[commit_metadata.STREAM] == "silver_g1"
@@ -189,7 +190,7 @@ def test_writer_skips_older_batches_and_empty_batches(tmp_path):
     assert write_batch(table, pa.table({"id": [9]}), BatchCommitInfo("s", 3)).status == "skipped"
     assert write_batch(table, pa.table({"id": pa.array([], pa.int64())}), BatchCommitInfo("s", 6)).status == "empty"
     assert write_batch(table, pa.table({"id": [2]}), BatchCommitInfo("other", 0)).status == "written"
-    assert sorted(DeltaTable(str(table)).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+    assert sorted(read_delta(str(table)).column("id").to_pylist()) == [1, 2]
 
 
 def test_schema_merge_keeps_the_table_id(tmp_path):
@@ -222,7 +223,7 @@ def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_sta
     report = EmbeddedDelta().write_routes(routed_frame(spark, rows), sink_plan(tmp_path, 0))
     assert (report.tables["a"].status, report.tables["a"].rows, report.tables["b"].rows) == ("written", 40, 7)
     a = DeltaTable(str(tmp_path / "a"))
-    assert sorted(a.to_pyarrow_table().column("id").to_pylist()) == list(range(40))
+    assert sorted(read_delta(a).column("id").to_pylist()) == list(range(40))
     assert a.transaction_version("s") == 0 and a.history(1)[0][commit_metadata.QUERY_ID] == "q-1"
     adds = [json.loads(line)["add"] for line in (tmp_path / "a" / "_delta_log" / f"{a.version():020d}.json").read_text().splitlines() if '"add"' in line]
     assert 1 <= len(adds) <= 3, "one file per task that had rows"
@@ -244,7 +245,7 @@ def test_the_sink_adds_new_columns_with_a_metadata_commit_and_refuses_a_type_cha
     sink.write_routes(routed_frame(spark, [("b", 2, "x")]), wider)
     b = DeltaTable(str(tmp_path / "b"))
     assert b.metadata().id == table_id and [f.name for f in b.schema().fields] == ["id", "name"]
-    assert sorted(b.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "name": None}, {"id": 2, "name": "x"}]
+    assert sorted(read_delta(b).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "name": None}, {"id": 2, "name": "x"}]
     assert [h["operation"] for h in b.history()] == ["WRITE", "WRITE", "WRITE", "CREATE TABLE"]
     retyped = replace(wider, tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "name"})})
     with pytest.raises(Exception, match="streamops never rewrites a table"):

@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 
 from hostile_lines import landing_lines
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
@@ -45,7 +46,7 @@ def test_hostile_landing_is_fully_accounted_for(tmp_path):
     report = json.loads(run.stdout)
     assert report["failures"] == {}
 
-    quarantine = DeltaTable(str(lake.bronze_quarantine)).to_pyarrow_table(columns=["stream", "reason"]).to_pylist()
+    quarantine = read_delta(str(lake.bronze_quarantine), columns=["stream", "reason"]).to_pylist()
     bronze_quarantine = [q for q in quarantine if q["stream"] == "bronze"]
     silver_quarantine = [q for q in quarantine if q["stream"].startswith("silver_")]
     bronze_rows = DeltaTable(str(lake.bronze_events)).count()

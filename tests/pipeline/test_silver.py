@@ -26,6 +26,7 @@ from pipeline.silver.silver_stream import SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops import commit_metadata
 from streamops.cli import main
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 STAGE_TO_CHANGE_KIND = {
@@ -38,7 +39,7 @@ STAGE_TO_CHANGE_KIND = {
 
 
 def table_rows(path: Path) -> list[dict]:
-    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return read_delta(str(path)).to_pylist()
 
 
 def supervisor(spark, lake: LakeLayout, landing: Path, **silver) -> Supervisor:

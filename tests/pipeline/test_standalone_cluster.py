@@ -20,12 +20,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from deltalake import DeltaTable
 
 from pipeline.generator.run import generate
 from pipeline.generator.settings import GeneratorSettings
 from pipeline.spark_event_log import event_log_conf_dir, task_result_bytes
 from pipeline.standalone_cluster import StandaloneCluster
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 SMALL_LINES = 15_000
@@ -74,7 +74,7 @@ def run_on_cluster(cluster: StandaloneCluster, root: Path, lines: int) -> tuple[
 
 
 def ids(table: Path) -> Counter:
-    return Counter(DeltaTable(str(table)).to_pyarrow_table(columns=["event_id"]).column(0).to_pylist())
+    return Counter(read_delta(str(table), columns=["event_id"]).column(0).to_pylist())
 
 
 def test_a_cluster_run_is_exactly_once_and_the_driver_holds_no_rows(cluster, tmp_path):
@@ -85,7 +85,7 @@ def test_a_cluster_run_is_exactly_once_and_the_driver_holds_no_rows(cluster, tmp
         landings[scale] = sum(path.stat().st_size for path in (root / "landing").rglob("*") if path.is_file())
         lake = LakeLayout.at(root / "lake")
         assert report["failures"] == {}
-        quarantine = DeltaTable(str(lake.bronze_quarantine)).to_pyarrow_table(columns=["stream"]).column(0).to_pylist()
+        quarantine = read_delta(str(lake.bronze_quarantine), columns=["stream"]).column(0).to_pylist()
         bronze_ids = ids(lake.bronze_events)
         assert sum(bronze_ids.values()) + quarantine.count("bronze") == manifest["lines_total"]
         assert len(bronze_ids) == sum(bronze_ids.values()) == manifest["events_total"], "no duplicate in bronze"

@@ -12,16 +12,16 @@ import os
 
 import pytest
 from built_lake import FAILING_STREAM
-from deltalake import DeltaTable
 
 from dashboards.console.page_shell import plain
 from dashboards.console.schema_diff import diff_schemas
 from monitor.fleet_status import fleet_status
+from streamops.delta_read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
 def table(path) -> list[dict]:
-    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return read_delta(str(path)).to_pylist()
 
 
 def texts(at) -> str:
