@@ -14,7 +14,7 @@ rows = input lines.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
@@ -26,7 +26,17 @@ from pipeline.batch_context import batch_commit_info
 from pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from pipeline.delta_connector.batch_writer import create_table
 from pipeline.delta_connector.batch_report import FirstRowsFound
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TEXT_SUFFIX, FirstRows, TableTarget, WritePlan
+from pipeline.delta_connector.write_plan import (
+    BATCH_ID_VALUE,
+    INGEST_TIME_VALUE,
+    ROUTE_COLUMN,
+    STREAM_VALUE,
+    TALLY_COLUMN,
+    TEXT_SUFFIX,
+    FirstRows,
+    TableTarget,
+    WritePlan,
+)
 from pipeline.exceptions import PipelineConfigError
 from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
@@ -44,6 +54,7 @@ if TYPE_CHECKING:
 
 
 Classifier = Literal["auto", "jvm", "python"]
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -89,13 +100,12 @@ class BronzeBatchWriter:
             if registration.rejected:
                 raise VariationsRejected()
 
-        plan = replace(bronze_plan(self.lake, commit), first_rows=FIRST_ROWS)
+        plan = replace(bronze_plan(self.lake, commit, ingest_time), first_rows=FIRST_ROWS)
         try:
-            report = self.connector.write_routes(bronze_routes(df, batch_id, ingest_time, known), plan, register)
+            report = self.connector.write_routes(bronze_routes(df, known), plan, register)
         except VariationsRejected:
             rejected = registered[-1].rejected
-            rows = bronze_routes(df, batch_id, ingest_time, known, rejected)
-            report = self.connector.write_routes(rows, bronze_plan(self.lake, commit))
+            report = self.connector.write_routes(bronze_routes(df, known, rejected), bronze_plan(self.lake, commit, ingest_time))
         result = BronzeBatchResult(
             batch_id=batch_id,
             bronze_rows=report.rows(EVENTS_ROUTE),
@@ -141,13 +151,13 @@ EVENT_COLUMNS = {
     "event_time": "event_time",
     "schema_hash": "schema_hash",
     "payload": "payload_text",
-    "ingest_time": "ingest_time",
+    "ingest_time": INGEST_TIME_VALUE,
     "source_file": "source_file",
-    "batch_id": "batch_id",
+    "batch_id": BATCH_ID_VALUE,
 }
 QUARANTINE_COLUMNS = {
-    "stream": "stream",
-    "batch_id": "batch_id",
+    "stream": STREAM_VALUE,
+    "batch_id": BATCH_ID_VALUE,
     "reason": TALLY_COLUMN,
     "detail": "detail",
     "event_type": "event_type",
@@ -155,11 +165,11 @@ QUARANTINE_COLUMNS = {
     "raw_text": "payload" + TEXT_SUFFIX,
     "raw_bytes": "payload",
     "source_file": "source_file",
-    "ingest_time": "ingest_time",
+    "ingest_time": INGEST_TIME_VALUE,
 }
 
 
-def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
+def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo, ingest_time: datetime) -> WritePlan:
     """Quarantine commits before bronze: a replay after a crash between them finds the
     quarantine's txn and writes only bronze."""
     return WritePlan(
@@ -170,13 +180,12 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo) -> WritePlan:
         },
         commit_stages=((QUARANTINE_ROUTE,), (EVENTS_ROUTE,)),
         report_path="",
+        ingest_time_us=(ingest_time - EPOCH) // timedelta(microseconds=1),
     )
 
 
 def bronze_routes(
     classified: "DataFrame",
-    batch_id: int,
-    ingest_time: datetime,
     known: Iterable[tuple[str, str]],
     rejected: Mapping[tuple[str, str], str] | None = None,
 ) -> "DataFrame":
@@ -209,9 +218,6 @@ def bronze_routes(
         "source_mtime",
         F.monotonically_increasing_id().alias(LINE_COLUMN),
         new.alias(NEW_VARIATION_COLUMN),
-        F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
-        F.lit(batch_id).cast("long").alias("batch_id"),
-        F.lit(BRONZE_STREAM).alias("stream"),
     )
 
 

@@ -28,6 +28,7 @@ from pipeline.delta_connector.delta_source import FORMAT_NAME
 from pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from pipeline.delta_connector.lake_sink import PLAN_OPTION
 from pipeline.delta_connector.write_plan import (
+    BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
     TEXT_SUFFIX,
@@ -166,7 +167,7 @@ class NativeDelta:
                     tables[route] = TableReport("empty")
                     continue
                 target = plan.tables[route]
-                routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target)
+                routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target, plan)
                 self._append(routed, Path(target.path), plan.commit)
                 tables[route] = TableReport("written", rows)
             return BatchReport(tables=tables, tallies=tallies)
@@ -201,9 +202,11 @@ def _first_rows(df: "DataFrame", wanted: FirstRows) -> FirstRowsFound:
     }
 
 
-def _native_rows(df: "DataFrame", target: TableTarget) -> "DataFrame":
-    """The table's columns in Spark: what the embedded sink's tasks make with Arrow."""
+def _native_rows(df: "DataFrame", target: TableTarget, plan: WritePlan) -> "DataFrame":
+    """The table's columns in Spark: what the embedded sink's tasks make with Arrow (one append
+    per table and batch, so the batch values can be literals here)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructType
 
     columns: list["Column"] = []
@@ -211,8 +214,13 @@ def _native_rows(df: "DataFrame", target: TableTarget) -> "DataFrame":
         parsed = F.from_json(F.col(str(target.payload_column)), StructType.fromJson(target.schema or {}))
         columns += _flat_columns(parsed, target.schema or {"fields": []}, "")
     for name, source in target.columns.items():
-        if source.endswith(TEXT_SUFFIX):
+        value = plan.batch_value(source)
+        if value is not None:
+            columns.append(F.lit(value.as_py()).cast(from_arrow_type(value.type)).alias(name))
+        elif source.endswith(TEXT_SUFFIX):
             columns.append(F.expr(f"decode(`{source[: -len(TEXT_SUFFIX)]}`, 'UTF-8')").alias(name))
+        elif source.endswith(BYTES_SUFFIX):
+            columns.append(F.col(f"`{source[: -len(BYTES_SUFFIX)]}`").cast("binary").alias(name))
         else:
             columns.append(F.col(f"`{source}`").alias(name))
     return df.select(*columns)

@@ -29,6 +29,7 @@ from pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, 
 from pipeline.delta_connector.data_files import DataFile, DataFileBuilder
 from pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
 from pipeline.delta_connector.write_plan import (
+    BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
     TEXT_SUFFIX,
@@ -111,7 +112,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
     def table_rows(self, route: str, target: TableTarget, rows: pa.Table) -> Iterator[tuple[str, pa.Table]]:
         """Rows of one route as rows of its table, and rejected rows as rows of its reject route."""
         if target.rows == "columns":
-            yield route, project_columns(rows, target.columns)
+            yield route, project_columns(rows, target.columns, self.plan)
             return
         parsed = parse_json_rows(rows.column(str(target.payload_column)), self._arrow_schema(route, target))
         if parsed.errors:
@@ -119,7 +120,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
             rows = rows.filter(parsed.accepted)
         if rows.num_rows:
             flat = flat_table(parsed.table)
-            extra = project_columns(rows, target.columns)
+            extra = project_columns(rows, target.columns, self.plan)
             yield route, pa.Table.from_arrays(flat.columns + extra.columns, names=flat.column_names + extra.column_names)
 
     def _arrow_schema(self, route: str, target: TableTarget) -> pa.Schema:
@@ -136,7 +137,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
         rows = rows.set_column(rows.schema.get_field_index(reason), reason, pa.array(["unprocessable"] * rows.num_rows))
         details = pa.array([f"stage {PARSE_STAGE}: {e}" for e in errors], pa.string())
         rows = rows.set_column(rows.schema.get_field_index(detail), detail, details)
-        yield target.reject_route, project_columns(rows, reject.columns)
+        yield target.reject_route, project_columns(rows, reject.columns, self.plan)
 
     def _builder(self, builders: dict[str, DataFileBuilder], route: str, schema: pa.Schema) -> DataFileBuilder:
         if route not in builders:
@@ -200,13 +201,19 @@ def _tally(tallies: dict[str, dict[str, int]], route: str, rows: pa.Table) -> No
         counts[key] = counts.get(key, 0) + item["counts"]
 
 
-def project_columns(rows: pa.Table, columns: dict[str, str]) -> pa.Table:
-    """Table column -> source column; `source:text` decodes binary as UTF-8 with replacement."""
+def project_columns(rows: pa.Table, columns: dict[str, str], plan: WritePlan) -> pa.Table:
+    """Table column -> source: a column of the rows, `source:text` (binary decoded as UTF-8,
+    invalid bytes replaced), `source:bytes` (a string's UTF-8 bytes) or a batch value of the plan."""
     arrays = []
     for source in columns.values():
-        if source.endswith(TEXT_SUFFIX):
+        value = plan.batch_value(source)
+        if value is not None:
+            arrays.append(pa.repeat(value, rows.num_rows))
+        elif source.endswith(TEXT_SUFFIX):
             raw = rows.column(source[: -len(TEXT_SUFFIX)]).to_pylist()
             arrays.append(pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], pa.string()))
+        elif source.endswith(BYTES_SUFFIX):
+            arrays.append(rows.column(source[: -len(BYTES_SUFFIX)]).cast(pa.binary()))
         else:
             arrays.append(rows.column(source))
     return pa.Table.from_arrays(arrays, names=list(columns))

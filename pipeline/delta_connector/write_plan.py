@@ -15,6 +15,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import pyarrow as pa
+
+from pipeline.exceptions import PipelineConfigError
 from streamops.commit_metadata import BatchCommitInfo
 
 ROUTE_COLUMN = "_route"
@@ -22,6 +25,15 @@ TALLY_COLUMN = "_tally"
 """Optional column: rows are counted per (route, value) for the batch report (reasons, variations)."""
 TEXT_SUFFIX = ":text"
 """A column mapping `source:text` decodes a binary source column as UTF-8, invalid bytes replaced."""
+BYTES_SUFFIX = ":bytes"
+"""A column mapping `source:bytes` takes a string source column's UTF-8 bytes."""
+STREAM_VALUE = "@stream"
+BATCH_ID_VALUE = "@batch_id"
+INGEST_TIME_VALUE = "@ingest_time"
+"""Column sources the sink fills from the plan, one value in every row of the batch. Per-batch
+values stay out of Spark's expressions: Spark compiles a numeric or time literal into the
+generated code, so a batch id there made every batch new code for Janino and the JIT to
+compile (a third of the JVM's CPU under load, BENCHMARKS.md)."""
 
 RowsKind = Literal["columns", "typed_json"]
 
@@ -66,6 +78,20 @@ class WritePlan:
     halt_on_held_rows: bool = False
     """True: if any row was held back, nothing is committed (the attempt's files are deleted)."""
     first_rows: FirstRows | None = None
+    ingest_time_us: int | None = None
+    """INGEST_TIME_VALUE, in microseconds since the epoch (UTC)."""
+
+    def batch_value(self, source: str) -> pa.Scalar | None:
+        """What a batch-value source stands for; None for a column of the rows."""
+        if source == STREAM_VALUE:
+            return pa.scalar(self.commit.stream, pa.string())
+        if source == BATCH_ID_VALUE:
+            return pa.scalar(self.commit.batch_id, pa.int64())
+        if source != INGEST_TIME_VALUE:
+            return None
+        if self.ingest_time_us is None:
+            raise PipelineConfigError(f"a table column takes {INGEST_TIME_VALUE} and the write plan has no ingest time")
+        return pa.scalar(self.ingest_time_us, pa.timestamp("us", tz="UTC"))
 
     def to_json(self) -> str:
         return json.dumps(
@@ -76,6 +102,7 @@ class WritePlan:
                 "report_path": self.report_path,
                 "halt_on_held_rows": self.halt_on_held_rows,
                 "first_rows": asdict(self.first_rows) if self.first_rows else None,
+                "ingest_time_us": self.ingest_time_us,
             },
             sort_keys=True,
         )
@@ -92,4 +119,5 @@ class WritePlan:
             first_rows=FirstRows(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw["first_rows"].items()})
             if raw.get("first_rows")
             else None,
+            ingest_time_us=raw.get("ingest_time_us"),
         )

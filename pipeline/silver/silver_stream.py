@@ -22,7 +22,15 @@ from pipeline.batch_context import batch_commit_info
 from pipeline.batch_function import batch_function
 from pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
 from pipeline.delta_connector.batch_report import BatchReport
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_COLUMN, TableTarget, WritePlan
+from pipeline.delta_connector.write_plan import (
+    BATCH_ID_VALUE,
+    BYTES_SUFFIX,
+    ROUTE_COLUMN,
+    STREAM_VALUE,
+    TALLY_COLUMN,
+    TableTarget,
+    WritePlan,
+)
 from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
 from pipeline.exceptions import IncompatibleSchemaError
 from pipeline.silver.group_rows import group_row_filter
@@ -49,14 +57,14 @@ ACTION_OF: dict[OnIncompatible, AlertAction] = {"rescue": "rescued", "quarantine
 TALLY_SEPARATOR = "\x00"
 TYPED_COLUMN = "_typed_payload"
 QUARANTINE_COLUMNS = {
-    "stream": "_q_stream",
-    "batch_id": "_q_batch_id",
+    "stream": STREAM_VALUE,
+    "batch_id": BATCH_ID_VALUE,
     "reason": "_q_reason",
     "detail": "_q_detail",
     "event_type": "event_type",
     "schema_hash": "_schema_hash",
     "raw_text": "payload",
-    "raw_bytes": "_q_raw_bytes",
+    "raw_bytes": "payload" + BYTES_SUFFIX,
     "source_file": "_source_file",
     "ingest_time": "_ingest_time",
 }
@@ -115,7 +123,7 @@ class SilverGroupWriter:
         self.events.silver_committed(self.write(df, schemas, commit), schemas)
 
     def write(self, bronze: "DataFrame", schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
-        rows = silver_routes(bronze, schemas, self.settings.on_incompatible, self.stream, commit.batch_id)
+        rows = silver_routes(bronze, schemas, self.settings.on_incompatible)
         return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
 
     def plan(self, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> WritePlan:
@@ -190,9 +198,7 @@ class SilverGroupWriter:
         return alerts
 
 
-def silver_routes(
-    df: "DataFrame", schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible, stream: str, batch_id: int
-) -> "DataFrame":
+def silver_routes(df: "DataFrame", schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible) -> "DataFrame":
     """The group's bronze rows, each with its table (`_route`), its payload as Spark reads it
     with its type's applied schema, its rescued fields and lineage columns, built in Spark."""
     from pyspark.sql import functions as F
@@ -215,11 +221,8 @@ def silver_routes(
         typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
         rescued.alias(RESCUED_DATA_COLUMN),
         *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],
-        F.lit(stream).alias("_q_stream"),
-        F.lit(batch_id).cast("long").alias("_q_batch_id"),
         F.when(unfit.isNotNull(), F.lit("incompatible_type")).alias("_q_reason"),
         unfit.alias("_q_detail"),
-        payload.cast("binary").alias("_q_raw_bytes"),
     )
 
 

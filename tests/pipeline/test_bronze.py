@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 from dataclasses import replace
@@ -185,13 +186,19 @@ def test_lines_of_a_rejected_variation_are_quarantined_and_the_first_attempts_fi
 def test_restart_continues_from_the_checkpoint(spark, tmp_path):
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_file(landing, "1.ndjson", [event("a", 0), event("a", 1)])
+    started = datetime.now(timezone.utc)
     run_bronze(spark, lake, landing)
+    between = datetime.now(timezone.utc)
     write_file(landing, "2.ndjson", [event("a", 2), b"[]"])
     run_bronze(spark, lake, landing)
     bronze = rows(lake.bronze_events)
     assert sorted(r["event_id"] for r in bronze) == ["a-0", "a-1", "a-2"]
     assert sorted({r["batch_id"] for r in bronze}) == [0, 1]
-    assert [r["reason"] for r in rows(lake.bronze_quarantine)] == ["not_an_object"]
+    first, second = ({r["ingest_time"] for r in bronze if r["batch_id"] == b} for b in (0, 1))
+    assert len(first) == len(second) == 1, "one ingest time per batch"
+    assert started <= first.pop() <= between <= second.pop() <= datetime.now(timezone.utc)
+    quarantine = rows(lake.bronze_quarantine)
+    assert [(r["reason"], r["stream"], r["batch_id"]) for r in quarantine] == [("not_an_object", "bronze", 1)]
     assert len(rows(lake.schema_registry)) == 1
 
 

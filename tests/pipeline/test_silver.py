@@ -197,8 +197,11 @@ def test_quarantine_policy_quarantines_the_rows_a_table_cannot_hold(spark, tmp_p
     report = supervisor(spark, lake, landing, types_per_group=1, on_incompatible="quarantine").run_until_idle()
     assert report.failures == {}
     assert sorted(r["event_id"] for r in table_rows(lake.silver("a"))) == ["a-0"]
-    quarantined = sorted((r["reason"], r["detail"]) for r in table_rows(lake.bronze_quarantine))
+    quarantine = table_rows(lake.bronze_quarantine)
+    quarantined = sorted((r["reason"], r["detail"]) for r in quarantine)
     assert quarantined == [("incompatible_type", "level: long -> string"), ("incompatible_type", "score: long -> double")]
+    assert {(r["stream"], r["batch_id"]) for r in quarantine} == {("silver_a", 0)}
+    assert all(r["raw_bytes"] == r["raw_text"].encode() for r in quarantine), "the payload's bytes, as read"
     assert {a["action"] for a in table_rows(lake.schema_alerts)} == {"quarantined"}
 
 

@@ -1,0 +1,65 @@
+"""A steady stream runs the same generated code every batch.
+
+Spark compiles each query's expressions to Java (Janino), and the JVM then compiles the hot
+classes again (the JIT); identical code is found in Spark's cache and costs nothing. A value
+that changes every batch (a batch id, an ingest time) written as a literal would be inlined into
+the code: a new class for every batch. Under load that kept the JIT busy for a third of the
+JVM's CPU, so per-batch values are filled in by the sink instead (pipeline/delta_connector/
+write_plan.py). Counted with Spark's own metric of Janino compilations.
+"""
+
+from __future__ import annotations
+
+from small_landing import event, write_events
+
+from pipeline.bronze.bronze_stream import BronzeBatchWriter
+from pipeline.delta_connector.connector import EmbeddedDelta
+from pipeline.pipeline_events import Unmonitored
+from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
+from pipeline.supervisor import PipelineSettings, Supervisor
+from streamops.lake_layout import LakeLayout
+
+
+class CompilationsPerBatch:
+    """Janino compilations counted after each batch of each stream."""
+
+    def __init__(self, spark) -> None:
+        self.metric = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+        self.after: dict[str, list[int]] = {}
+
+    def record(self, stream: str) -> None:
+        self.after.setdefault(stream, []).append(self.metric.getCount())
+
+    def new_after_first(self, stream: str) -> list[int]:
+        """New compilations in each batch after the first (bronze's second batch tests the
+        variations the first one registered: new code, once)."""
+        counts = self.after[stream]
+        return [later - earlier for earlier, later in zip(counts, counts[1:])]
+
+
+def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatch):
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    for n in range(4):
+        write_events(landing, f"{n}.ndjson", [event(t, n * 10 + i, score=i, player={"id": i}) for t in ("a", "b") for i in range(5)] + ["[]"])
+    counted = CompilationsPerBatch(spark)
+    bronze_call, silver_write = BronzeBatchWriter.__call__, SilverGroupWriter.write
+
+    def bronze(self, df, batch_id):
+        bronze_call(self, df, batch_id)
+        counted.record("bronze")
+
+    def silver(self, rows, schemas, commit):
+        result = silver_write(self, rows, schemas, commit)
+        counted.record(commit.stream)
+        return result
+
+    monkeypatch.setattr(BronzeBatchWriter, "__call__", bronze)
+    monkeypatch.setattr(SilverGroupWriter, "write", silver)
+    settings = PipelineSettings(lake, landing, bronze_max_files=1, silver=SilverSettings(max_files_per_trigger=1))
+    report = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle()
+
+    assert report.failures == {} and report.bronze_batches == 4
+    assert sorted(counted.after) == ["bronze", "silver_g0001"]
+    assert len(counted.after["silver_g0001"]) == 4, "one silver batch per bronze version"
+    assert counted.new_after_first("bronze")[1:] == [0, 0], "after the batch that first knows every variation"
+    assert counted.new_after_first("silver_g0001") == [0, 0, 0]
