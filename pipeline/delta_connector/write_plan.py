@@ -33,7 +33,7 @@ INGEST_TIME_VALUE = "@ingest_time"
 """Column sources the sink fills from the plan, one value in every row of the batch. Per-batch
 values stay out of Spark's expressions: Spark compiles a numeric or time literal into the
 generated code, so a batch id there made every batch new code for Janino and the JIT to
-compile (a third of the JVM's CPU under load, BENCHMARKS.md)."""
+compile (BENCHMARKS.md, "Generated code compiled once")."""
 
 RowsKind = Literal["columns", "typed_json"]
 

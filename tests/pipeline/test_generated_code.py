@@ -3,9 +3,9 @@
 Spark compiles each query's expressions to Java (Janino), and the JVM then compiles the hot
 classes again (the JIT); identical code is found in Spark's cache and costs nothing. A value
 that changes every batch (a batch id, an ingest time) written as a literal would be inlined into
-the code: a new class for every batch. Under load that kept the JIT busy for a third of the
-JVM's CPU, so per-batch values are filled in by the sink instead (pipeline/delta_connector/
-write_plan.py). Counted with Spark's own metric of Janino compilations.
+the code: a new class for every batch, compiled again by Janino and the JIT (BENCHMARKS.md), so
+per-batch values are filled in by the sink instead (pipeline/delta_connector/write_plan.py).
+Counted with Spark's own metric of Janino compilations.
 """
 
 from __future__ import annotations
