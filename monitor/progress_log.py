@@ -36,6 +36,7 @@ from monitor.progress_event import (
 )
 from monitor.source_backlog import BacklogReading
 from streamops.delta_read import is_table, open_table, read_delta
+from streamops.lake_layout import TABLE_CONFIGURATION
 from streamops.storage.location import Location, LocationLike
 
 PARTITION_COLUMNS = ["event_date", "event"]
@@ -219,6 +220,7 @@ class ProgressLog:
             mode="append",
             schema_mode="merge",
             partition_by=PARTITION_COLUMNS,
+            configuration=TABLE_CONFIGURATION,
             storage_options=self.path.storage_options(),
             commit_properties=CommitProperties(
                 custom_metadata={"streamops.operation": "progress log append"}

@@ -30,7 +30,7 @@ from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.exceptions import PipelineConfigError
 from streamops.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.delta_log import commit_file_name
-from streamops.lake_layout import DELTA_LOG_DIR
+from streamops.lake_layout import DELTA_LOG_DIR, TABLE_CONFIGURATION
 
 CommitStatus = Literal["written", "skipped", "empty"]
 SCHEMA_OPERATION = "ADD COLUMNS"
@@ -126,7 +126,7 @@ def _open(table: str, schema: pa.Schema) -> DeltaTable:
         handle = None  # removed or replaced since it was opened: open it again
     if handle is None:
         if not DeltaTable.is_deltatable(table):
-            DeltaTable.create(table, schema=schema, mode="ignore")
+            DeltaTable.create(table, schema=schema, mode="ignore", configuration=TABLE_CONFIGURATION)
         handle = DeltaTable(table)
     with _open_tables_lock:
         _open_tables[table] = handle

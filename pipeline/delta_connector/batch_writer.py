@@ -18,6 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
 from streamops.commit_metadata import BatchCommitInfo
+from streamops.lake_layout import TABLE_CONFIGURATION
 
 WriteStatus = Literal["written", "skipped", "empty"]
 
@@ -43,6 +44,7 @@ def write_batch(table: str | Path, data: pa.Table, commit: BatchCommitInfo) -> W
         data,
         mode="append",
         schema_mode="merge",
+        configuration=TABLE_CONFIGURATION,
         commit_properties=CommitProperties(
             custom_metadata=commit.to_custom_metadata(),
             app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
@@ -54,4 +56,4 @@ def write_batch(table: str | Path, data: pa.Table, commit: BatchCommitInfo) -> W
 def create_table(table: str | Path, schema: pa.Schema) -> None:
     """Create an empty table so streams that read it can start before any data arrives."""
     if not DeltaTable.is_deltatable(str(table)):
-        DeltaTable.create(str(table), schema=schema, mode="ignore")
+        DeltaTable.create(str(table), schema=schema, mode="ignore", configuration=TABLE_CONFIGURATION)

@@ -24,6 +24,7 @@ from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.delta_read import read_delta
+from streamops.lake_layout import TABLE_CONFIGURATION
 
 
 def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
@@ -235,6 +236,21 @@ def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_sta
     assert again.tables["a"].status == "skipped" and DeltaTable(str(tmp_path / "a")).version() == a.version()
     on_disk = {p.name for p in (tmp_path / "a").glob("*.parquet")}
     assert on_disk == {add["path"] for add in adds}, "a replay's files are deleted, nothing is left behind"
+
+
+def test_tables_the_pipeline_creates_take_a_checkpoint_every_ten_commits(spark, tmp_path):
+    """delta-rs replays every commit since the last checkpoint to refresh, read a txn and commit;
+    at its default of 100 a streaming table's commit cost climbs for 100 batches."""
+    sink_tables = [tmp_path / "a", tmp_path / "b"]
+    for batch_id in range(11):
+        rows = [("a", batch_id, "x"), ("b", batch_id, None)]
+        EmbeddedDelta().write_routes(routed_frame(spark, rows), sink_plan(tmp_path, batch_id))
+        write_batch(tmp_path / "small", pa.table({"id": [batch_id]}), BatchCommitInfo("s", batch_id))
+    for table in [*sink_tables, tmp_path / "small"]:
+        dt = DeltaTable(str(table))
+        assert dt.metadata().configuration == TABLE_CONFIGURATION, table.name
+        checkpoints = [int(p.name.split(".")[0]) for p in (table / "_delta_log").glob("*.checkpoint.parquet")]
+        assert len(checkpoints) == 1 and dt.version() - checkpoints[0] < 10, (table.name, dt.version(), checkpoints)
 
 
 def test_the_sink_adds_new_columns_with_a_metadata_commit_and_refuses_a_type_change(spark, tmp_path):

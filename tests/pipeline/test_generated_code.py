@@ -5,7 +5,8 @@ classes again (the JIT); identical code is found in Spark's cache and costs noth
 that changes every batch (a batch id, an ingest time) written as a literal would be inlined into
 the code: a new class for every batch, compiled again by Janino and the JIT (BENCHMARKS.md), so
 per-batch values are filled in by the sink instead (pipeline/delta_connector/write_plan.py).
-Counted with Spark's own metric of Janino compilations.
+Counted with Spark's own metric of Janino compilations. Silver also builds its projection's
+Columns once per schema change, not per batch (each is Py4J calls into the JVM).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from small_landing import event, write_events
 from pipeline.bronze.bronze_stream import BronzeBatchWriter
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.pipeline_events import Unmonitored
+from pipeline.silver import silver_stream
 from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
 from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
@@ -53,8 +55,16 @@ def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatc
         counted.record(commit.stream)
         return result
 
+    built = []
+    build_routes = silver_stream.silver_routes
+
+    def routes(schemas, on_incompatible):
+        built.append(sorted(schemas))
+        return build_routes(schemas, on_incompatible)
+
     monkeypatch.setattr(BronzeBatchWriter, "__call__", bronze)
     monkeypatch.setattr(SilverGroupWriter, "write", silver)
+    monkeypatch.setattr(silver_stream, "silver_routes", routes)
     settings = PipelineSettings(lake, landing, bronze_max_files=1, silver=SilverSettings(max_files_per_trigger=1))
     report = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle()
 
@@ -63,3 +73,4 @@ def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatc
     assert len(counted.after["silver_g0001"]) == 4, "one silver batch per bronze version"
     assert counted.new_after_first("bronze")[1:] == [0, 0], "after the batch that first knows every variation"
     assert counted.new_after_first("silver_g0001") == [0, 0, 0]
+    assert built == [["a", "b"]], "silver's projection is built once while its schemas stay the same"
