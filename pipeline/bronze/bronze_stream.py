@@ -47,7 +47,7 @@ from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
     from pipeline.delta_connector.connector import DeltaConnector
@@ -84,6 +84,7 @@ class BronzeBatchWriter:
         self.registry = registry
         self.events = events
         self.after_batch = after_batch
+        self._routes: tuple[frozenset[tuple[str, str]], list["Column"]] | None = None
 
     def __call__(self, df: "DataFrame", batch_id: int) -> None:
         spark = df.sparkSession
@@ -91,7 +92,9 @@ class BronzeBatchWriter:
         ingest_time = datetime.now(timezone.utc)
         with table_access(self.lake.bronze_events, "read"):
             next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
-        known = self.registry.known()
+        known = frozenset(self.registry.known())
+        if self._routes is None or self._routes[0] != known:
+            self._routes = (known, bronze_routes(known))
         registered: list[Registration] = []
 
         def register(first_rows: FirstRowsFound) -> None:
@@ -102,10 +105,10 @@ class BronzeBatchWriter:
 
         plan = replace(bronze_plan(self.lake, commit, ingest_time), first_rows=FIRST_ROWS)
         try:
-            report = self.connector.write_routes(bronze_routes(df, known), plan, register)
+            report = self.connector.write_routes(df.select(*self._routes[1]), plan, register)
         except VariationsRejected:
             rejected = registered[-1].rejected
-            report = self.connector.write_routes(bronze_routes(df, known, rejected), bronze_plan(self.lake, commit, ingest_time))
+            report = self.connector.write_routes(df.select(*bronze_routes(known, rejected)), bronze_plan(self.lake, commit, ingest_time))
         result = BronzeBatchResult(
             batch_id=batch_id,
             bronze_rows=report.rows(EVENTS_ROUTE),
@@ -185,14 +188,14 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo, ingest_time: datetime
 
 
 def bronze_routes(
-    classified: "DataFrame",
     known: Iterable[tuple[str, str]],
     rejected: Mapping[tuple[str, str], str] | None = None,
-) -> "DataFrame":
-    """Every classified line as a bronze or quarantine row (`_route`), built in Spark, flagged
+) -> list["Column"]:
+    """The projection of a classified line into a bronze or quarantine row (`_route`), flagged
     when its variation is not in `known`. A line travels to the sink once: as text for bronze,
     as bytes for quarantine (which may not be UTF-8). Rows of a variation the registry rejected
-    go to quarantine as `unprocessable`."""
+    go to quarantine as `unprocessable`. Built once while the known variations stay the same
+    (Columns hold no data; each costs Py4J calls)."""
     from pyspark.sql import functions as F
 
     key_sql = f"concat_ws({string_literal(KEY_SEPARATOR)}, event_type, schema_hash)"
@@ -204,21 +207,21 @@ def bronze_routes(
         reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
         detail = F.coalesce(detail, why)
     new = reason.isNull() & ~is_in(key_sql, (f"{t}{KEY_SEPARATOR}{h}" for t, h in known))
-    return classified.select(
+    return [
         F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE)).alias(ROUTE_COLUMN),
         reason.alias(TALLY_COLUMN),
         detail.alias("detail"),
-        "event_type",
-        "event_id",
-        "event_time",
-        "schema_hash",
+        F.col("event_type"),
+        F.col("event_id"),
+        F.col("event_time"),
+        F.col("schema_hash"),
         F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
         F.when(reason.isNull(), F.col("payload").cast("string")).alias("payload_text"),
-        "source_file",
-        "source_mtime",
+        F.col("source_file"),
+        F.col("source_mtime"),
         F.monotonically_increasing_id().alias(LINE_COLUMN),
         new.alias(NEW_VARIATION_COLUMN),
-    )
+    ]
 
 
 def create_bronze_tables(lake: LakeLayout) -> None:
