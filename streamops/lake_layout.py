@@ -22,7 +22,7 @@ TABLE_CONFIGURATION = {"delta.checkpointInterval": "10"}
 """Properties of every table streamops creates. A checkpoint every 10 commits (Delta Spark's
 default; delta-rs's is 100): delta-rs replays every commit since the last checkpoint to refresh
 a table, read its txn and commit to it, so a streaming table's commit cost climbs with that
-count (BENCHMARKS.md, "Commit cost and the checkpoint interval")."""
+count (BENCHMARKS.md, "Per-batch costs: commits and projections")."""
 
 EVENT_TYPE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 STREAM_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
