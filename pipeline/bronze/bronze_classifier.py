@@ -26,6 +26,7 @@ from pipeline.bronze.record_rules import (
 )
 from pipeline.registry.schema_variation import VariationCache
 from pipeline.bronze.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
+from pipeline.worker_gc import freeze_imported_objects
 from streamops.lake_layout import is_valid_event_type
 
 CLASSIFIED_SCHEMA = (
@@ -129,6 +130,7 @@ class BatchClassifier:
         self.limits = limits
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_imported_objects()
         for batch in batches:
             yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2))
 

@@ -32,6 +32,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from pipeline.exceptions import PipelineConfigError
+from pipeline.worker_gc import freeze_imported_objects
 from streamops.change_commits import read_mode
 from streamops.column_mapping import ColumnMapping
 from streamops.delta_file_reader import read_data_file
@@ -234,6 +235,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return found[0], tuple(sorted(set(found[1])))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        freeze_imported_objects()
         table = Location.of(self.path)
         target = to_arrow_schema(self.schema, timezone="UTC")
         skipped = partition.skipped  # type: ignore[attr-defined]

@@ -38,6 +38,7 @@ from pipeline.delta_connector.write_plan import (
     WritePlan,
 )
 from pipeline.exceptions import PipelineConfigError
+from pipeline.worker_gc import freeze_imported_objects
 
 FORMAT_NAME = "streamops_sink"
 BUFFER_BYTES = 64 * 1024 * 1024
@@ -79,6 +80,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
         """Rows are gathered per route and handled a route at a time (up to BUFFER_BYTES each):
         Spark hands 10,000 rows per Arrow batch, and parsing, statistics and a Parquet row group
         per batch and route cost more than the rows themselves."""
+        freeze_imported_objects()
         builders: dict[str, DataFileBuilder] = {}
         tallies: dict[str, dict[str, int]] = {}
         buffered: dict[str, list[pa.Table]] = {}
