@@ -18,7 +18,8 @@ BRONZE_STREAM = "bronze"
 MANAGEMENT_STREAM = "management"
 SILVER_STREAM_PREFIX = "silver_"
 DELTA_LOG_DIR = "_delta_log"
-TABLE_CONFIGURATION = {"delta.checkpointInterval": "10"}
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+TABLE_CONFIGURATION = {CHECKPOINT_INTERVAL_PROPERTY: "10"}
 """Properties of every table streamops creates. A checkpoint every 10 commits (Delta Spark's
 default; delta-rs's is 100): delta-rs replays every commit since the last checkpoint to refresh
 a table, read its txn and commit to it, so a streaming table's commit cost climbs with that

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Literal
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
-from deltalake.transaction import AddAction, CommitProperties, Transaction
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 
 from pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
 from pipeline.delta_connector.data_files import DataFile, delete_quietly
@@ -30,11 +30,13 @@ from pipeline.delta_connector.write_plan import WritePlan
 from pipeline.exceptions import PipelineConfigError
 from streamops.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.delta_log import commit_file_name
-from streamops.lake_layout import DELTA_LOG_DIR, TABLE_CONFIGURATION
+from streamops.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR, TABLE_CONFIGURATION
 
 CommitStatus = Literal["written", "skipped", "empty"]
 SCHEMA_OPERATION = "ADD COLUMNS"
 MAX_OPEN_TABLES = 512
+DELTA_RS_CHECKPOINT_INTERVAL = 100
+"""delta-rs's checkpoint interval for a table that does not set one."""
 COMMIT_THREADS = 4
 """Commits of one stage made at once: each is a few small writes and reads that delta-rs makes
 without holding the GIL, so a silver batch's tens of tables commit in a fraction of the time."""
@@ -113,8 +115,19 @@ def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> 
             custom_metadata=commit.to_custom_metadata(),
             app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
         ),
+        post_commithook_properties=_post_commit_hooks(existing),
     )
     return TableCommit("written", rows=rows)
+
+
+def _post_commit_hooks(table: DeltaTable) -> PostCommitHookProperties:
+    """Expired commits are looked for only by the commit that writes a checkpoint, as Delta
+    Spark does: delta-rs otherwise lists the whole log after every commit to find them (0.5 to 1
+    ms of a 6.5 ms table commit on a local disk, more as the log grows; BENCHMARKS.md). The
+    table's own `delta.enableExpiredLogCleanup` still decides at a checkpoint."""
+    interval = int(table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, DELTA_RS_CHECKPOINT_INTERVAL))
+    writes_checkpoint = (table.version() + 1) % interval == 0
+    return PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=None if writes_checkpoint else False)
 
 
 def _open(table: str, schema: pa.Schema) -> DeltaTable:

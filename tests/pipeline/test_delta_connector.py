@@ -14,11 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 from delta_streams import drain_batches
 from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import PostCommitHookProperties
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
 
+from pipeline.delta_connector.batch_commit import _post_commit_hooks, commit_files
 from pipeline.delta_connector.batch_writer import write_batch
 from pipeline.delta_connector.connector import EmbeddedDelta, connector_for
+from pipeline.delta_connector.data_files import DataFileBuilder
 from pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
 from pipeline.exceptions import PipelineConfigError
 from streamops import commit_metadata
@@ -364,3 +367,25 @@ def test_starting_version_latest_replays_its_first_batch_exactly(spark, tmp_path
     assert seen == [[10, 11, 12]]
     assert [ids for _, ids, _ in batches if ids][0] == [10, 11, 12]
     assert sorted(i for _, ids, _ in batches for i in ids) == [10, 11, 12, 20, 21, 22]
+
+
+def test_expired_commits_are_looked_for_only_by_the_commit_that_writes_a_checkpoint(tmp_path):
+    """delta-rs lists the whole log for expired commits after every commit unless told not to;
+    streamops lets it look when it writes a checkpoint, as Delta Spark does, and they still go."""
+    table = str(tmp_path / "t")
+
+    def commit(batch_id: int) -> PostCommitHookProperties:
+        hooks = _post_commit_hooks(DeltaTable(table)) if DeltaTable.is_deltatable(table) else None
+        builder = DataFileBuilder(table, pa.schema([("id", pa.int64())]))
+        builder.write(pa.table({"id": [batch_id]}))
+        commit_files(table, [builder.close()], BatchCommitInfo("s", batch_id))
+        return hooks
+
+    commit(0)
+    DeltaTable(table).alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+    looked = {DeltaTable(table).version() + 1: commit(batch_id).cleanup_expired_logs for batch_id in range(1, 12)}
+    assert looked == {v: (None if v % 10 == 0 else False) for v in range(3, 14)}
+    commits = sorted(int(p.name.split(".")[0]) for p in (tmp_path / "t" / "_delta_log").glob("*.json"))
+    assert 0 < commits[0] <= 10, "the commit that wrote checkpoint 10 removed the expired commits before it"
+    dt = DeltaTable(table)
+    assert dt.transaction_version("s") == 11 and sorted(r["id"] for r in read_delta(dt).to_pylist()) == list(range(12))
