@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from bench_support import ProcessTreeSampler, machine
+from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine
 
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.lake_summary import summarize_lake
@@ -109,8 +109,10 @@ def run_layout(
     )
     started = time.time()
     with ProcessTreeSampler(interval=1.0, exclude={generator.pid}) as sampler:
+        cpu_before = cpu_seconds_by_role(exclude={generator.pid})
         generator.wait()
         generated_at = time.time()
+        cpu_after = cpu_seconds_by_role(exclude={generator.pid})
         in_silver_when_generated = sum(summarize_lake(lake).silver_rows.values())
         caught_up_after = wait_until_accounted(lake, events=rate * duration, timeout=drain)
         supervisor.request_stop()
@@ -135,6 +137,9 @@ def run_layout(
         "peak_rss_mb": round(sampler.usage.peak_rss_mb),
         "peak_rss_mb_by_role": sampler.usage.peak_rss_mb_by_role,
         "mean_cpu_percent": sampler.usage.mean_cpu_percent,
+        "cores_used_during_generation_by_role": {
+            role: round((cpu_after[role] - cpu_before[role]) / (generated_at - started), 2) for role in cpu_after
+        },
         "failures": supervisor.report.failures,
         "bronze_rows": summary.bronze_rows,
     }

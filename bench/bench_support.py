@@ -108,3 +108,21 @@ def timed(function, *args, **kwargs) -> tuple[float, TreeUsage, object]:
         result = function(*args, **kwargs)
         seconds = time.perf_counter() - started
     return seconds, sampler.usage, result
+
+
+def cpu_seconds_by_role(root: int | None = None, exclude: set[int] | frozenset[int] = frozenset()) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by a process tree, by the roles of TreeUsage;
+    the difference of two readings is what ran in between (processes that ended in between are
+    not counted: Spark keeps its JVM and reuses its Python workers)."""
+    process = psutil.Process(root)
+    totals = {"driver_python": 0.0, "jvm": 0.0, "python_workers": 0.0}
+    for member in [process] + process.children(recursive=True):
+        if member.pid in exclude:
+            continue
+        try:
+            times = member.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        role = "driver_python" if member.pid == process.pid else "jvm" if _is_java(member) else "python_workers"
+        totals[role] += times.user + times.system
+    return totals
