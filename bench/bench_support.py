@@ -87,12 +87,16 @@ class ProcessTreeSampler:
                 except psutil.NoSuchProcess:
                     continue
                 rss += used
-                role = "driver_python" if process.pid == root else "jvm" if _is_java(process) else "python_workers"
+                role = _role(process, root)
                 by_role[role] = by_role.get(role, 0.0) + used / 2**20
             self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, rss / 2**20)
             for role, mb in by_role.items():
                 self.usage.peak_rss_mb_by_role[role] = round(max(self.usage.peak_rss_mb_by_role.get(role, 0.0), mb))
             self.usage.cpu_percent_samples.append(cpu)
+
+
+def _role(process: psutil.Process, root: int) -> str:
+    return "driver_python" if process.pid == root else "jvm" if _is_java(process) else "python_workers"
 
 
 def _is_java(process: psutil.Process) -> bool:
@@ -123,6 +127,5 @@ def cpu_seconds_by_role(root: int | None = None, exclude: set[int] | frozenset[i
             times = member.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        role = "driver_python" if member.pid == process.pid else "jvm" if _is_java(member) else "python_workers"
-        totals[role] += times.user + times.system
+        totals[_role(member, process.pid)] += times.user + times.system
     return totals
