@@ -149,7 +149,8 @@ class ProgressWorker:
 
     def _measure(self, progress: QueryProgress) -> BacklogReading | None:
         try:
-            return self._backlog.measure(progress.stream, progress.sources)
+            ended_at = progress.timestamp + progress.batch_duration_ms / 1000.0
+            return self._backlog.measure(progress.stream, progress.sources, batch_ended_at=ended_at)
         except Exception:  # a source we cannot read must not stop the monitor
             log.exception("streamops monitor could not measure the backlog of `%s`", progress.stream)
             return None

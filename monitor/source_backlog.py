@@ -79,19 +79,24 @@ class BacklogReading:
 
 class _SharedIndex(DeltaFileIndex):
     """One index per source table, shared by every stream that reads it (300 silver streams read
-    one bronze table): its log is re-read at most every `min_refresh_s`. Commits that delete or
-    rewrite data count as no new files here and are kept in `changes`; the stream itself fails
-    or skips them as its options say."""
+    one bronze table): its log is re-read at most every `min_refresh_s`, and always when it was
+    last read before the batch being measured ended. A log read earlier pairs the batch's offset
+    with an older latest version: the backlog measured a sawtooth under any stream whose batches
+    are shorter than `min_refresh_s`, and hid a growing one from the LAGGING rule.
+    Commits that delete or rewrite data count as no new files here and are kept in `changes`;
+    the stream itself fails or skips them as its options say."""
 
-    def __init__(self, log: DeltaLog, min_refresh_s: float) -> None:
+    def __init__(self, log: DeltaLog, min_refresh_s: float, clock: Callable[[], float]) -> None:
         super().__init__(log, read_mode="skipChangeCommits", strict=False)
         self._min_refresh_s = min_refresh_s
+        self._clock = clock
         self._latest: int | None = None
         self._refreshed_at = 0.0
 
-    def refresh(self) -> int:
-        now = time.monotonic()
-        if self._latest is None or now - self._refreshed_at >= self._min_refresh_s:
+    def refresh(self, not_before: float | None = None) -> int:
+        now = self._clock()
+        stale = now - self._refreshed_at >= self._min_refresh_s
+        if self._latest is None or stale or (not_before is not None and self._refreshed_at < not_before):
             self._latest = super().refresh()
             self._refreshed_at = now
         return self._latest
@@ -133,14 +138,17 @@ class SourceBacklog:
         with self._lock:
             self._checkpoints[stream] = Location.of(checkpoint)
 
-    def measure(self, stream: str, sources: Sequence[SourceProgress]) -> BacklogReading:
+    def measure(
+        self, stream: str, sources: Sequence[SourceProgress], batch_ended_at: float | None = None
+    ) -> BacklogReading:
         """Backlog summed over the stream's sources (seconds: the oldest); data is pending when
-        any source has some, not pending when every source can tell it has none."""
+        any source has some, not pending when every source can tell it has none.
+        `batch_ended_at`: source logs last read before the measured batch ended are read again."""
         now = self._clock()
         backlogs: list[Backlog] = []
         lags: list[SourceLag] = []
         for source_id, source in enumerate(sources):
-            backlog, source_pending = self._measure_source(stream, source_id, source, now)
+            backlog, source_pending = self._measure_source(stream, source_id, source, now, batch_ended_at)
             if backlog is not None:
                 backlogs.append(backlog)
             lags.append(source_lag(source_id, source, backlog, source_pending))
@@ -153,7 +161,7 @@ class SourceBacklog:
         return BacklogReading(_combine(backlogs) if backlogs else None, pending, now, tuple(lags))
 
     def _measure_source(
-        self, stream: str, source_id: int, source: SourceProgress, now: float
+        self, stream: str, source_id: int, source: SourceProgress, now: float, batch_ended_at: float | None
     ) -> tuple[Backlog | None, bool | None]:
         end = _json_or_none(source.end_offset)
         latest = _json_or_none(source.latest_offset)
@@ -162,7 +170,9 @@ class SourceBacklog:
             table = self.table_for(stream, offset.reservoir_id)
             if table is not None:
                 try:
-                    return delta_backlog(self._index(table), offset, now=now), None
+                    index = self._index(table)
+                    index.refresh(not_before=batch_ended_at)
+                    return delta_backlog(index, offset, now=now), None
                 except (StreamopsError, DeltaError, OSError) as error:
                     self._warn(stream, f"cannot measure the backlog of `{table}`: {error}")
             return None, _delta_pending(offset, latest)
@@ -205,7 +215,7 @@ class SourceBacklog:
     def _index(self, table: Location) -> _SharedIndex:
         index = self._indexes.get(table)
         if index is None:
-            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s)
+            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s, self._clock)
         return index
 
     def _checkpoint_for(self, stream: str) -> Location | None:

@@ -6,6 +6,7 @@ in `finally`, and keeps to a few seconds with sub-second triggers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import threading
@@ -174,39 +175,29 @@ def test_a_slowed_stream_becomes_lagging(spark, lake):
     for i in range(4):
         append(table, 10 * i)
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2, policy=FAST).start()
-    stop_writing = threading.Event()
+    written = itertools.count(4)
 
-    def keep_writing() -> None:
-        n = 4
-        while not stop_writing.is_set():
-            append(table, 10 * n)
-            n += 1
-            time.sleep(0.1)
-
-    def slow(df, batch_id):
+    def falls_behind(df, batch_id):
+        """Reads one file and lands two in its source: the backlog grows by one file a batch
+        whatever the machine's speed (a writer thread racing the batches did not, under load)."""
         df.count()
-        time.sleep(0.3)
+        for _ in range(2):
+            append(table, 10 * next(written))
 
-    writer = threading.Thread(target=keep_writing)
     try:
         query = (
             delta_stream(spark, table)
-            .writeStream.foreachBatch(slow)
+            .writeStream.foreachBatch(falls_behind)
             .queryName("slowed_stream")
             .trigger(processingTime="0.1 seconds")
             .start()
         )
         try:
-            wait_until(lambda: query.lastProgress is not None, what="a first batch")
-            writer.start()
             wait_until(lambda: status_of(monitor, "slowed_stream") == "lagging", what="LAGGING")
             assert monitor.stream_status("slowed_stream").reason.startswith("backlog grew from")
         finally:
-            stop_writing.set()
             query.stop()
     finally:
-        if writer.is_alive():
-            writer.join()
         monitor.stop()
 
 

@@ -50,6 +50,30 @@ def test_a_lake_table_is_found_by_reservoir_id_and_measured(lake):
     assert reading.pending is False and reading.backlog.is_empty and reading.pending_since is None
 
 
+def test_the_shared_log_is_read_again_for_a_batch_that_ended_after_it_was_last_read(lake):
+    """Streams share one read of a source's log for `min_refresh_s`, but never pair a batch with a
+    log read before the batch ended: that measured a backlog falling between fast batches while
+    it grew (a sawtooth the LAGGING rule never saw growing)."""
+    table = lake.bronze_events
+    append(table, 10)
+    table_id = DeltaTable(str(table)).metadata().id
+    now = [100.0]
+    backlog = SourceBacklog(lake, clock=lambda: now[0], min_refresh_s=60.0)
+    processed = delta_source(DeltaSourceOffset(0, 0, False, table_id))
+    assert backlog.measure("a", [processed], batch_ended_at=99.0).backlog.files == 0
+    append(table, 10)
+    now[0] = 101.0
+    shared = backlog.measure("b", [processed], batch_ended_at=99.5)
+    assert shared.backlog.files == 0  # read at 100, after that batch ended: shared, not re-read
+    now[0] = 102.0
+    assert backlog.measure("a", [processed], batch_ended_at=101.5).backlog.files == 1
+    append(table, 10)
+    now[0] = 103.0
+    assert backlog.measure("b", [processed]).backlog.files == 1  # no batch end: the minute applies
+    now[0] = 162.0
+    assert backlog.measure("b", [processed]).backlog.files == 2
+
+
 def test_a_table_outside_the_lake_is_measured_once_registered(lake, tmp_path):
     table = tmp_path / "elsewhere"
     append(table, 5)
