@@ -12,6 +12,7 @@ per-table facts (`record_*`), which are cheap, thread-safe dictionary updates.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CALLBACK_TIMINGS_KEPT = 100_000
+TERMINATION_WAIT_S = 10.0
+"""How long `stop` waits for the termination events of queries that stopped before it."""
 
 log = logging.getLogger("streamops.monitor")
 
@@ -83,6 +86,9 @@ class StreamMonitor:
         self._listener: Any = None
         self._server: MetricsServer | None = None
         self._started = False
+        self._running: set[str] = set()
+        """Run ids of queries seen started and not yet seen terminated."""
+        self._running_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -108,9 +114,14 @@ class StreamMonitor:
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Remove the listener, write everything queued to the progress log, stop the exporter."""
+        """Remove the listener, write everything queued to the progress log, stop the exporter.
+
+        Spark hands a stopped query's termination event to listeners on its bus thread, after
+        `query.stop()` has returned: the listener stays until the events of queries that are no
+        longer active have arrived (up to TERMINATION_WAIT_S), so their end is in the log."""
         if not self._started:
             return
+        self._await_terminations(min(timeout, TERMINATION_WAIT_S))
         try:
             self.spark.streams.removeListener(self._listener)
         except Exception as error:  # Spark already stopped: nothing more will arrive anyway
@@ -181,7 +192,34 @@ class StreamMonitor:
         return self.statuses(now).get(stream)
 
     def _offer(self, kind: EventKind, text: str, received_at: float) -> None:
+        if kind in ("started", "terminated"):
+            self._note_run(kind, orjson.loads(text).get("runId"))
         self._queue.offer(RawEvent(kind, text, received_at))
+
+    def _note_run(self, kind: EventKind, run_id: str | None) -> None:
+        if run_id is None:
+            return
+        with self._running_lock:
+            if kind == "started":
+                self._running.add(run_id)
+            else:
+                self._running.discard(run_id)
+
+    def _await_terminations(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            active = {str(query.runId) for query in self.spark.streams.active}
+        except Exception as error:  # Spark already stopped: nothing more will arrive anyway
+            log.warning("streamops monitor could not list the active queries: %s", error)
+            return
+        while time.monotonic() < deadline:
+            with self._running_lock:
+                if not self._running - active:
+                    return
+            time.sleep(0.05)
+        with self._running_lock:
+            missing = sorted(self._running - active)
+        log.warning("streamops monitor stopped before the termination events of runs %s arrived", missing)
 
     def _track_running_queries(self) -> None:
         """Queries started before the monitor: known now, not only at their next progress."""
@@ -191,3 +229,4 @@ class StreamMonitor:
             self._fleet.apply(
                 QueryStarted(str(query.id), str(query.runId), query.name, now, orjson.dumps(data).decode())
             )
+            self._note_run("started", str(query.runId))
