@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SOURCE = Path(__file__).with_name("jvm") / "BronzeLineClassifier.java"
+SOURCES = tuple(sorted(Path(__file__).with_name("jvm").glob("*.java")))
 CLASS_NAME = "streamops.jvm.BronzeLineClassifier"
 FUNCTION_NAME = "streamops_classify_line"
 RETURN_TYPE = (
@@ -55,14 +55,15 @@ def classifier_jar() -> Path | None:
         return None
     import pyspark
 
-    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:16]
+    sources = b"".join(source.read_bytes() for source in SOURCES)
+    digest = hashlib.sha256(sources + pyspark.__version__.encode()).hexdigest()[:16]
     jar = _cache_dir() / f"streamops-classifier-{digest}.jar"
     if jar.exists():
         return jar
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="streamops-javac-") as build:
         result = subprocess.run(
-            [javac, "-nowarn", "-d", build, "-cp", f"{_pyspark_jars()}/*", str(SOURCE)],
+            [javac, "-nowarn", "-d", build, "-cp", f"{_pyspark_jars()}/*", *map(str, SOURCES)],
             capture_output=True,
             text=True,
         )

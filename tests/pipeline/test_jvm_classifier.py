@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -95,6 +96,19 @@ EDGE_CASES = [
     b'{"event_type":"a"/*c*/}',
     b'{"event_type":"a\\u0000"}',
     b'{"event_type":12}',
+    b'{"event_type":"lo\\u0067in","event_id":"\\u0031\\n","event_time":"t\\/1"}',
+    b'{"event_type":"a","event_id":-0,"event_time":-120}',
+    b'{"event_type":"a","event_id":123456789012345678,"event_time":1234567890123456789}',
+    b'{"event_type":"a","event_id":{"x":1},"event_time":[1]}',
+    b' {"event_type" : "a" , "x" : [ 1 , 2.50 , [ ] , { } ] } ',
+    b'{"event_type":"a","caf\xc3\xa9":1,"k":"\xf0\x9f\x98\x80"}',
+    b'{"event_type":"a","caf\xc3":1}',
+    b'{"event_type":"a\xff"}',
+    b'{"event_type":"a","s":"\\ud83d\\ude00 ok","t":"\\ud83dx","u":"\\ude00"}',
+    b'{"event_type":"a","s":"\\ud83d\\ude00 ok"}',
+    b'{"event_type":"a","s":"\\ude00"}',
+    b'{"event_type":"a","d":' + b'{"x":' * MAX_DEPTH + b"1" + b"}" * MAX_DEPTH + b"}",
+    b'{"event_type":"a","d":' + b'{"x":' * (MAX_DEPTH - 1) + b"1" + b"}" * (MAX_DEPTH - 1) + b"}",
     b'{"event_type":1e999}',
 ]
 
@@ -112,7 +126,8 @@ def test_the_jdk_builds_the_classifier_here(spark):
     assert jvm_classifier.register(spark)
 
 
-def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
+def classified_alike(spark, corpus: list[bytes]) -> pa.Table:
+    """The JVM classifier's rows for `corpus`, after checking they say what Python's say."""
     lines = spark.createDataFrame(
         pa.table({
             "value": pa.array(corpus, pa.binary()),
@@ -131,7 +146,37 @@ def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
         if any(jvm.column(c)[i].as_py() != python.column(c)[i].as_py() for c in COMPARED)
     ]
     assert not mismatches, mismatches[:5]
+    return jvm
+
+
+MUTATION_BYTES = b'{}[],:"\\ \t0159-+.eEtfnu\x00\x1f\x7f\x80\xc3\xff/x'
+
+
+def mutated(lines: list[bytes], seed: int) -> list[bytes]:
+    """Each line with one byte deleted, inserted or replaced by one that matters to JSON: the
+    lines a fast path could wrongly accept or misread sit one byte away from good ones."""
+    rng = random.Random(seed)
+    out = []
+    for line in lines:
+        if not line:
+            continue
+        at = rng.randrange(len(line))
+        byte = MUTATION_BYTES[rng.randrange(len(MUTATION_BYTES)):][:1]
+        how = rng.randrange(3)
+        out.append(line[:at] + (b"" if how == 0 else byte) + line[at + (how != 1):])
+    return out
+
+
+def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
+    jvm = classified_alike(spark, corpus)
     reasons = set(jvm.column("quarantine_reason").to_pylist())
     assert {"malformed_json", "invalid_utf8", "too_deep", "too_large", "not_an_object",
             "missing_event_type", "invalid_event_type", "empty_line", "number_out_of_range",
             "duplicate_key", "unusable_key", None} <= reasons
+
+
+def test_jvm_and_python_classifiers_agree_on_lines_one_byte_from_good_ones(spark, corpus):
+    lines = mutated(corpus[:2500], seed=11) + mutated(corpus[:2500], seed=12)
+    jvm = classified_alike(spark, lines)
+    reasons = jvm.column("quarantine_reason").to_pylist()
+    assert 0 < reasons.count(None) < len(lines) and "malformed_json" in reasons

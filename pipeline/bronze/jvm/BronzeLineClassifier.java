@@ -34,6 +34,8 @@ import org.apache.spark.sql.api.java.UDF3;
  * per shape (repeated keys, numbers beyond 64-bit, keys that cannot be columns, the same as
  * pipeline/silver/column_names.py); last, lone UTF-16 surrogate escapes. Nothing a line holds makes this
  * function throw: anything unforeseen is quarantined as `unprocessable`.
+ * A line of strict, unremarkable JSON takes FastLineScan's one walk over its bytes instead of
+ * the byte rules and Jackson; every other line takes them, so they alone word every verdict.
  * Events of one variation share a shape (keys in order, value kinds), so the hash is computed
  * once per shape and looked up afterwards. The shape is kept as a 128-bit fingerprint (two
  * independently seeded splitmix64 chains over keys, kinds and nesting) rather than a string, which
@@ -78,37 +80,42 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     if (line.length > maxBytes) {
       return quarantine("too_large", line.length + " bytes > limit " + maxBytes);
     }
-    ByteScan bytes = ByteScan.of(line);
-    if (bytes.invalidUtf8At >= 0) {
-      return quarantine("invalid_utf8", "invalid UTF-8 at byte " + bytes.invalidUtf8At);
-    }
-    int depth = bytes.maxNesting - 1;
-    if (depth > maxDepth) {
-      return quarantine("too_deep", "depth " + depth + " > limit " + maxDepth);
-    }
-    if (bytes.hasNul) {
-      return quarantine("malformed_json", "a raw NUL byte is not JSON");
-    }
-    Scan scan = new Scan();
-    try (JsonParser parser = JSON.createParser(line)) {
-      JsonToken first = parser.nextToken();
-      if (first != JsonToken.START_OBJECT) {
-        scan.topLevel = first;
-        skipValue(parser, first);
-      } else {
-        scanObject(parser, scan, true);
+    Scan scan = FastLineScan.scan(line, maxDepth);
+    boolean loneSurrogate = false;
+    if (scan == null) {
+      ByteScan bytes = ByteScan.of(line);
+      if (bytes.invalidUtf8At >= 0) {
+        return quarantine("invalid_utf8", "invalid UTF-8 at byte " + bytes.invalidUtf8At);
       }
-      if (parser.nextToken() != null) {
-        return quarantine("malformed_json", "trailing data after the JSON value");
+      int depth = bytes.maxNesting - 1;
+      if (depth > maxDepth) {
+        return quarantine("too_deep", "depth " + depth + " > limit " + maxDepth);
       }
-    } catch (java.io.IOException error) {
-      return quarantine("malformed_json", firstLine(error));
-    }
-    if (scan.topLevel != null) {
-      return quarantine("not_an_object", "top-level JSON " + kindName(scan.topLevel));
-    }
-    if (!scan.hasEventType || scan.eventTypeToken == JsonToken.VALUE_NULL) {
-      return quarantine("missing_event_type", null);
+      if (bytes.hasNul) {
+        return quarantine("malformed_json", "a raw NUL byte is not JSON");
+      }
+      loneSurrogate = bytes.loneSurrogate;
+      scan = new Scan();
+      try (JsonParser parser = JSON.createParser(line)) {
+        JsonToken first = parser.nextToken();
+        if (first != JsonToken.START_OBJECT) {
+          scan.topLevel = first;
+          skipValue(parser, first);
+        } else {
+          scanObject(parser, scan, true);
+        }
+        if (parser.nextToken() != null) {
+          return quarantine("malformed_json", "trailing data after the JSON value");
+        }
+      } catch (java.io.IOException error) {
+        return quarantine("malformed_json", firstLine(error));
+      }
+      if (scan.topLevel != null) {
+        return quarantine("not_an_object", "top-level JSON " + kindName(scan.topLevel));
+      }
+      if (!scan.hasEventType || scan.eventTypeToken == JsonToken.VALUE_NULL) {
+        return quarantine("missing_event_type", null);
+      }
     }
     if (scan.eventType == null || !isValidEventType(scan.eventType)) {
       String shown = scan.eventType != null ? scan.eventType : scan.eventTypeRaw;
@@ -126,7 +133,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
     if (verdict.reason != null) {
       return quarantine(verdict.reason, verdict.detail);
     }
-    if (bytes.loneSurrogate) {
+    if (loneSurrogate) {
       return quarantine("invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form");
     }
     return RowFactory.create(scan.eventType, scan.eventId, scan.eventTime, verdict.hash, null, null);
@@ -232,12 +239,24 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
 
   private record Shape(long low, long high) {}
 
-  /** What one pass over an event learns; `low`/`high` fingerprint keys in order with kinds. */
-  private static final class Scan {
-    long low = 0x243F6A8885A308D3L;
-    long high = 0x13198A2E03707344L;
+  /**
+   * What one pass over an event learns; `low`/`high` fingerprint keys in order with kinds. Each
+   * pass (Jackson's here, FastLineScan's) seeds its own chains.
+   */
+  static final class Scan {
+    long low;
+    long high;
     JsonToken topLevel;
     boolean hasEventType;
+
+    Scan() {
+      this(0x243F6A8885A308D3L, 0x13198A2E03707344L);
+    }
+
+    Scan(long low, long high) {
+      this.low = low;
+      this.high = high;
+    }
 
     void add(long value) {
       low = mix(low ^ value);
@@ -264,8 +283,13 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
         }
         KEY_CODES.put(key, code);
       }
-      low = mix(low ^ code[0]);
-      high = mix(high + code[1] * 0x9E3779B97F4A7C15L);
+      addCode(code[0], code[1]);
+    }
+
+    /** A key's own pair of chains enters the line's. */
+    void addCode(long keyLow, long keyHigh) {
+      low = mix(low ^ keyLow);
+      high = mix(high + keyHigh * 0x9E3779B97F4A7C15L);
     }
     JsonToken eventTypeToken;
     String eventType;
@@ -347,7 +371,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
   }
 
   /** splitmix64's finaliser: every input bit affects every output bit. */
-  private static long mix(long z) {
+  static long mix(long z) {
     z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
     z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
     return z ^ (z >>> 31);
