@@ -1,8 +1,5 @@
 package streamops.jvm;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -19,7 +16,6 @@ import java.nio.charset.StandardCharsets;
  * shape seen by both passes has two cache entries; neither pass can mistake the other's.
  */
 final class FastLineScan {
-  private static final VarHandle WORDS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
   private static final long LOW_SEED = 0x6A09E667F3BCC908L;
   private static final long HIGH_SEED = 0xBB67AE8584CAA73BL;
   private static final long GOLDEN = 0x9E3779B97F4A7C15L;
@@ -374,16 +370,10 @@ final class FastLineScan {
     int length = to - from;
     long low = LOW_SEED ^ length;
     long high = HIGH_SEED + length;
-    int k = from;
-    for (; k + 8 <= to; k += 8) {
-      long word = (long) WORDS.get(b, k);
-      low = BronzeLineClassifier.mix(low ^ word);
-      high = BronzeLineClassifier.mix(high + word * GOLDEN);
-    }
-    if (k < to) {
+    for (int k = from; k < to; k += 8) {
       long word = 0;
-      for (int shift = 0; k < to; k++, shift += 8) {
-        word |= (b[k] & 0xFFL) << shift;
+      for (int at = Math.min(k + 8, to) - 1; at >= k; at--) {
+        word = (word << 8) | (b[at] & 0xFFL);
       }
       low = BronzeLineClassifier.mix(low ^ word);
       high = BronzeLineClassifier.mix(high + word * GOLDEN);
