@@ -154,7 +154,9 @@ MUTATION_BYTES = b'{}[],:"\\ \t0159-+.eEtfnu\x00\x1f\x7f\x80\xc3\xff/x'
 
 def mutated(lines: list[bytes], seed: int) -> list[bytes]:
     """Each line with one byte deleted, inserted or replaced by one that matters to JSON: the
-    lines a fast path could wrongly accept or misread sit one byte away from good ones."""
+    lines FastLineScan could wrongly accept or misread sit one byte away from good ones. Breadth
+    (thousands of generated shapes in one Spark job); test_line_properties mutates one event in
+    depth, a line per JVM call."""
     rng = random.Random(seed)
     out = []
     for line in lines:
