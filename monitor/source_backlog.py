@@ -79,24 +79,28 @@ class BacklogReading:
 
 class _SharedIndex(DeltaFileIndex):
     """One index per source table, shared by every stream that reads it (300 silver streams read
-    one bronze table): its log is re-read at most every `min_refresh_s`, and always when it was
-    last read before the batch being measured ended. A log read earlier pairs the batch's offset
-    with an older latest version: the backlog measured a sawtooth under any stream whose batches
-    are shorter than `min_refresh_s`, and hid a growing one from the LAGGING rule.
+    one bronze table): its log is re-read at most every `min_refresh_s`, and sooner (at most
+    every `min_catch_up_s`) when it was last read before the batch being measured ended. A log
+    read earlier pairs the batch's offset with an older latest version: the backlog measured a
+    sawtooth under any stream whose batches are shorter than `min_refresh_s`, and hid a growing
+    one from the LAGGING rule. The catch-up bound keeps hundreds of streams on one table in an
+    object store to a few listings a second.
     Commits that delete or rewrite data count as no new files here and are kept in `changes`;
     the stream itself fails or skips them as its options say."""
 
-    def __init__(self, log: DeltaLog, min_refresh_s: float, clock: Callable[[], float]) -> None:
+    def __init__(self, log: DeltaLog, min_refresh_s: float, min_catch_up_s: float, clock: Callable[[], float]) -> None:
         super().__init__(log, read_mode="skipChangeCommits", strict=False)
         self._min_refresh_s = min_refresh_s
+        self._min_catch_up_s = min_catch_up_s
         self._clock = clock
         self._latest: int | None = None
         self._refreshed_at = 0.0
 
     def refresh(self, not_before: float | None = None) -> int:
         now = self._clock()
-        stale = now - self._refreshed_at >= self._min_refresh_s
-        if self._latest is None or stale or (not_before is not None and self._refreshed_at < not_before):
+        elapsed = now - self._refreshed_at
+        behind = not_before is not None and self._refreshed_at < not_before and elapsed >= self._min_catch_up_s
+        if self._latest is None or elapsed >= self._min_refresh_s or behind:
             self._latest = super().refresh()
             self._refreshed_at = now
         return self._latest
@@ -112,11 +116,13 @@ class SourceBacklog:
         clock: Callable[[], float] = time.time,
         rescan_interval_s: float = 30.0,
         min_refresh_s: float = 0.5,
+        min_catch_up_s: float = 0.1,
     ) -> None:
         self.lake = lake
         self._clock = clock
         self._rescan_interval_s = rescan_interval_s
         self._min_refresh_s = min_refresh_s
+        self._min_catch_up_s = min_catch_up_s
         self._registered: dict[str, list[Location]] = {}
         self._checkpoints: dict[str, Location] = {}
         self._table_ids: dict[Location, str] = {}
@@ -215,7 +221,7 @@ class SourceBacklog:
     def _index(self, table: Location) -> _SharedIndex:
         index = self._indexes.get(table)
         if index is None:
-            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s, self._clock)
+            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s, self._min_catch_up_s, self._clock)
         return index
 
     def _checkpoint_for(self, stream: str) -> Location | None:

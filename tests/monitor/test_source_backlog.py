@@ -51,9 +51,10 @@ def test_a_lake_table_is_found_by_reservoir_id_and_measured(lake):
 
 
 def test_the_shared_log_is_read_again_for_a_batch_that_ended_after_it_was_last_read(lake):
-    """Streams share one read of a source's log for `min_refresh_s`, but never pair a batch with a
-    log read before the batch ended: that measured a backlog falling between fast batches while
-    it grew (a sawtooth the LAGGING rule never saw growing)."""
+    """Streams share one read of a source's log for `min_refresh_s`, but do not pair a batch with
+    a log read before the batch ended (unless read in the last `min_catch_up_s`): that measured a
+    backlog falling between fast batches while it grew (a sawtooth the LAGGING rule never saw
+    growing)."""
     table = lake.bronze_events
     append(table, 10)
     table_id = DeltaTable(str(table)).metadata().id
@@ -68,10 +69,15 @@ def test_the_shared_log_is_read_again_for_a_batch_that_ended_after_it_was_last_r
     now[0] = 102.0
     assert backlog.measure("a", [processed], batch_ended_at=101.5).backlog.files == 1
     append(table, 10)
+    now[0] = 102.05  # a batch ended after that read, but reads are 0.1 s apart at the closest
+    assert backlog.measure("b", [processed], batch_ended_at=102.01).backlog.files == 1
     now[0] = 103.0
-    assert backlog.measure("b", [processed]).backlog.files == 1  # no batch end: the minute applies
-    now[0] = 162.0
-    assert backlog.measure("b", [processed]).backlog.files == 2
+    assert backlog.measure("b", [processed], batch_ended_at=102.01).backlog.files == 2
+    append(table, 10)
+    now[0] = 104.0
+    assert backlog.measure("b", [processed]).backlog.files == 2  # no batch end: the minute applies
+    now[0] = 163.0
+    assert backlog.measure("b", [processed]).backlog.files == 3
 
 
 def test_a_table_outside_the_lake_is_measured_once_registered(lake, tmp_path):
