@@ -11,7 +11,8 @@ so a busy neighbour slows a round, not the comparison.
 
     python bench/bench_bronze.py --events 1000000 --event-types 300 --rounds 2
 
-Prints JSON.
+Prints JSON, with the CPU seconds each kind of process (driver Python, JVM, Python workers) used
+in each variant.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench_support import machine, timed
+from bench_support import cpu_seconds_by_role, machine, timed
 
 from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
@@ -68,9 +69,10 @@ def run_bronze(spark, landing: Path, work: Path, max_files: int, classifier: str
     return lake
 
 
-def summary_of(seconds: float, usage, lines: int, lake: LakeLayout | None = None) -> dict:
+def summary_of(seconds: float, usage, cpu: dict[str, float], lines: int, lake: LakeLayout | None = None) -> dict:
     result = {"seconds": round(seconds, 2), "lines_per_s": round(lines / seconds),
-              "peak_rss_mb": round(usage.peak_rss_mb), "mean_cpu_percent": usage.mean_cpu_percent}
+              "peak_rss_mb": round(usage.peak_rss_mb), "mean_cpu_percent": usage.mean_cpu_percent,
+              "cpu_seconds_by_process": {role: round(used, 2) for role, used in cpu.items()}}
     if lake is not None:
         lake_summary = summarize_lake(lake)
         assert lake_summary.bronze_rows + sum(lake_summary.quarantine_by_reason.values()) == lines, "lines lost"
@@ -107,8 +109,11 @@ def main() -> None:
         for round_number in range(args.rounds):
             for name, run in variants.items():
                 work = root / f"{name}_{round_number}"
+                cpu_before = cpu_seconds_by_role()
                 seconds, usage, lake = timed(run, root / "landing", work)
-                result = summary_of(seconds, usage, lines, lake)
+                cpu_after = cpu_seconds_by_role()
+                cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_before}
+                result = summary_of(seconds, usage, cpu, lines, lake)
                 if name not in best or result["seconds"] < best[name]["seconds"]:
                     best[name] = result
                 shutil.rmtree(work)
