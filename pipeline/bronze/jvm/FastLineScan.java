@@ -63,19 +63,13 @@ final class FastLineScan {
   }
 
   private void object(boolean top) throws NotSure {
-    enter();
-    scan.add('{');
-    skipSpace();
-    if (peek() == '}') {
-      i++;
-      scan.add('}');
-      nesting--;
+    if (opens('{', '}')) {
       return;
     }
-    while (true) {
+    do {
       expect('"');
       int keyStart = i;
-      int keyEnd = plainString();
+      int keyEnd = string(false);
       addKey(keyStart, keyEnd);
       skipSpace();
       expect(':');
@@ -85,18 +79,7 @@ final class FastLineScan {
       } else {
         value();
       }
-      skipSpace();
-      int next = next();
-      if (next == '}') {
-        scan.add('}');
-        nesting--;
-        return;
-      }
-      if (next != ',') {
-        throw NotSure.INSTANCE;
-      }
-      skipSpace();
-    }
+    } while (!ends('}'));
   }
 
   /** A top-level value; the event fields are kept as Jackson's pass keeps them. */
@@ -158,17 +141,11 @@ final class FastLineScan {
   }
 
   private void array() throws NotSure {
-    enter();
-    scan.add('[');
-    skipSpace();
-    if (peek() == ']') {
-      i++;
-      scan.add(']');
-      nesting--;
+    if (opens('[', ']')) {
       return;
     }
     char previous = 0;
-    while (true) {
+    do {
       int c = peek();
       if (c == '{' || c == '[') {
         value();
@@ -180,18 +157,42 @@ final class FastLineScan {
           previous = kind;
         }
       }
-      skipSpace();
-      int next = next();
-      if (next == ']') {
-        scan.add(']');
-        nesting--;
-        return;
-      }
-      if (next != ',') {
-        throw NotSure.INSTANCE;
-      }
-      skipSpace();
+    } while (!ends(']'));
+  }
+
+  /** After an object's or array's opening bracket: true when it is empty, and now closed. */
+  private boolean opens(char opening, char closing) throws NotSure {
+    if (++nesting > maxNesting) {
+      throw NotSure.INSTANCE;
     }
+    scan.add(opening);
+    skipSpace();
+    if (peek() != closing) {
+      return false;
+    }
+    i++;
+    close(closing);
+    return true;
+  }
+
+  /** After a member: true at the closing bracket, false after a comma. */
+  private boolean ends(char closing) throws NotSure {
+    skipSpace();
+    int next = next();
+    if (next == closing) {
+      close(closing);
+      return true;
+    }
+    if (next != ',') {
+      throw NotSure.INSTANCE;
+    }
+    skipSpace();
+    return false;
+  }
+
+  private void close(char closing) {
+    scan.add(closing);
+    nesting--;
   }
 
   /** A string, number or literal, not added to the fingerprint; its kind code (see kindCode). */
@@ -199,7 +200,7 @@ final class FastLineScan {
     int c = next();
     switch (c) {
       case '"':
-        string();
+        string(true);
         return 's';
       case 't':
         literal("rue");
@@ -260,33 +261,23 @@ final class FastLineScan {
     return i - start;
   }
 
-  private void enter() throws NotSure {
-    if (++nesting > maxNesting) {
-      throw NotSure.INSTANCE;
-    }
-  }
-
-  /** The rest of a string value after its quote: UTF-8 and escapes checked, raw control bytes
-   * refused. */
-  private void string() throws NotSure {
+  /** The rest of a string after its quote: UTF-8 checked, raw control bytes refused, escapes
+   * checked where `escapes` allows them (in keys it does not); where the string ends. */
+  private int string(boolean escapes) throws NotSure {
     while (true) {
-      if (i >= b.length) {
-        throw NotSure.INSTANCE;
-      }
-      int c = b[i] & 0xFF;
+      int c = next();
       if (c == '"') {
-        i++;
-        return;
+        return i - 1;
       }
-      if (c < 0x20) {
+      if (c < 0x20 || (c == '\\' && !escapes)) {
         throw NotSure.INSTANCE;
       }
       if (c == '\\') {
+        i--;
         escape();
       } else if (c >= 0x80) {
+        i--;
         utf8();
-      } else {
-        i++;
       }
     }
   }
@@ -333,27 +324,6 @@ final class FastLineScan {
       code = (code << 4) | digit;
     }
     return code;
-  }
-
-  /** The rest of a key after its quote, with no escape; where it ends. */
-  private int plainString() throws NotSure {
-    while (true) {
-      if (i >= b.length) {
-        throw NotSure.INSTANCE;
-      }
-      int c = b[i] & 0xFF;
-      if (c == '"') {
-        return i++;
-      }
-      if (c < 0x20 || c == '\\') {
-        throw NotSure.INSTANCE;
-      }
-      if (c >= 0x80) {
-        utf8();
-      } else {
-        i++;
-      }
-    }
   }
 
   private void literal(String rest) throws NotSure {
