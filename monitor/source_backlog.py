@@ -88,7 +88,9 @@ class _SharedIndex(DeltaFileIndex):
     Commits that delete or rewrite data count as no new files here and are kept in `changes`;
     the stream itself fails or skips them as its options say."""
 
-    def __init__(self, log: DeltaLog, min_refresh_s: float, min_catch_up_s: float, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, log: DeltaLog, min_refresh_s: float, min_catch_up_s: float, clock: Callable[[], float]
+    ) -> None:
         super().__init__(log, read_mode="skipChangeCommits", strict=False)
         self._min_refresh_s = min_refresh_s
         self._min_catch_up_s = min_catch_up_s
@@ -221,7 +223,8 @@ class SourceBacklog:
     def _index(self, table: Location) -> _SharedIndex:
         index = self._indexes.get(table)
         if index is None:
-            index = self._indexes[table] = _SharedIndex(DeltaLog(table), self._min_refresh_s, self._min_catch_up_s, self._clock)
+            index = _SharedIndex(DeltaLog(table), self._min_refresh_s, self._min_catch_up_s, self._clock)
+            self._indexes[table] = index
         return index
 
     def _checkpoint_for(self, stream: str) -> Location | None:
