@@ -189,7 +189,7 @@ def test_a_slowed_stream_becomes_lagging(spark, lake):
             delta_stream(spark, table)
             .writeStream.foreachBatch(falls_behind)
             .queryName("slowed_stream")
-            .trigger(processingTime="0.1 seconds")
+            .trigger(processingTime="0.3 seconds")  # batches further apart than the log's 0.1 s re-read
             .start()
         )
         try:
