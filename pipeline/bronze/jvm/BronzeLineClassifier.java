@@ -204,37 +204,47 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
       if (b[i + 1] != 'u') {
         return 2;
       }
-      int code = hex4(b, i + 2);
-      if (code >= 0xD800 && code <= 0xDBFF) {
-        boolean paired = i + 7 < b.length && b[i + 6] == '\\' && b[i + 7] == 'u';
-        int low = paired ? hex4(b, i + 8) : -1;
-        if (low >= 0xDC00 && low <= 0xDFFF) {
-          return 12;
-        }
+      int length = unicodeEscapeLength(b, i);
+      if (length == LONE_SURROGATE) {
         loneSurrogate = true;
         return 6;
       }
-      if (code >= 0xDC00 && code <= 0xDFFF) {
-        loneSurrogate = true;
-        return 6;
-      }
-      return code >= 0 ? 6 : 2;
+      return length > 0 ? length : 2;
     }
+  }
 
-    private static int hex4(byte[] b, int at) {
-      if (at + 4 > b.length) {
+  static final int LONE_SURROGATE = 0;
+
+  /**
+   * Bytes the `\\uXXXX` escape at `i` takes: 6, or 12 for a high surrogate escape with its low
+   * one; LONE_SURROGATE for a surrogate escape without its pair; -1 where XXXX is not hex.
+   */
+  static int unicodeEscapeLength(byte[] b, int i) {
+    int code = hex4(b, i + 2);
+    if (code >= 0xD800 && code <= 0xDBFF) {
+      boolean paired = i + 7 < b.length && b[i + 6] == '\\' && b[i + 7] == 'u';
+      int low = paired ? hex4(b, i + 8) : -1;
+      return low >= 0xDC00 && low <= 0xDFFF ? 12 : LONE_SURROGATE;
+    }
+    if (code >= 0xDC00 && code <= 0xDFFF) {
+      return LONE_SURROGATE;
+    }
+    return code >= 0 ? 6 : -1;
+  }
+
+  private static int hex4(byte[] b, int at) {
+    if (at + 4 > b.length) {
+      return -1;
+    }
+    int code = 0;
+    for (int k = at; k < at + 4; k++) {
+      int digit = Character.digit(b[k], 16);
+      if (digit < 0) {
         return -1;
       }
-      int code = 0;
-      for (int k = at; k < at + 4; k++) {
-        int digit = Character.digit(b[k], 16);
-        if (digit < 0) {
-          return -1;
-        }
-        code = (code << 4) | digit;
-      }
-      return code;
+      code = (code << 4) | digit;
     }
+    return code;
   }
 
   private record Shape(long low, long high) {}

@@ -297,33 +297,14 @@ final class FastLineScan {
     switch (b[i + 1]) {
       case '"', '\\', '/', 'b', 'f', 'n', 'r', 't' -> i += 2;
       case 'u' -> {
-        int code = hex4(i + 2);
-        i += 6;
-        if (code >= 0xD800 && code <= 0xDBFF) {  // only a high surrogate escape with its low one
-          boolean paired = i + 1 < b.length && b[i] == '\\' && b[i + 1] == 'u';
-          int low = paired ? hex4(i + 2) : -1;
-          if (low < 0xDC00 || low > 0xDFFF) {
-            throw NotSure.INSTANCE;
-          }
-          i += 6;
-        } else if (code >= 0xDC00 && code <= 0xDFFF) {
+        int length = BronzeLineClassifier.unicodeEscapeLength(b, i);
+        if (length <= 0) {  // not hex, or a lone surrogate: the byte rules and Jackson judge it
           throw NotSure.INSTANCE;
         }
+        i += length;
       }
       default -> throw NotSure.INSTANCE;
     }
-  }
-
-  private int hex4(int at) throws NotSure {
-    int code = 0;
-    for (int k = at; k < at + 4; k++) {
-      int digit = k < b.length ? Character.digit(b[k], 16) : -1;
-      if (digit < 0) {
-        throw NotSure.INSTANCE;
-      }
-      code = (code << 4) | digit;
-    }
-    return code;
   }
 
   private void literal(String rest) throws NotSure {
