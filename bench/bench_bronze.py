@@ -9,7 +9,14 @@ Trigger.AvailableNow and the same files per batch, after a warm-up of each on a 
 variants alternate for `--rounds` rounds into fresh lakes and the best time of each is kept,
 so a busy neighbour slows a round, not the comparison.
 
-    python bench/bench_bronze.py --events 1000000 --event-types 300 --rounds 2
+With `--spark-sink-bounds`, four more variants measure what the same work costs with Spark's
+own sinks in the JVM (no Python sink, no Delta commit): the baseline's lines, and bronze's event
+columns after the same classifier (quarantined lines dropped, no registry, no first lines),
+each into Spark's Parquet writer and into its `noop` sink (computed, not written). The Parquet
+pair's ratio bounds what moving bronze's writes into the JVM could reach; the `noop` pair
+separates reading and classifying from writing.
+
+    python bench/bench_bronze.py --events 1000000 --event-types 300 --rounds 2 --spark-sink-bounds
 
 Prints JSON, with the CPU seconds each kind of process (driver Python, JVM, Python workers) used
 in each variant.
@@ -21,11 +28,12 @@ import argparse
 import json
 import shutil
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 from bench_support import cpu_seconds_by_role, machine, timed
 
-from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_landing, start_bronze
 from pipeline.delta_connector.connector import EmbeddedDelta
 from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from pipeline.generator.run import generate
@@ -36,6 +44,9 @@ from pipeline.registry.schema_registry import SchemaRegistry
 from pipeline.spark_session import build_spark
 from streamops.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
+
+BENCH_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
+SPARK_SINKS = ("parquet", "noop")
 
 
 def run_baseline(spark, landing: Path, work: Path, max_files: int) -> None:
@@ -53,11 +64,39 @@ def run_baseline(spark, landing: Path, work: Path, max_files: int) -> None:
         EmbeddedDelta().write_routes(df.select(F.lit("lines").alias(ROUTE_COLUMN), "value"), plan)
 
     query = (
-        spark.readStream.format("text").option("maxFilesPerTrigger", str(max_files)).load(str(landing))
+        landing_lines(spark, landing, max_files)
         .writeStream.foreachBatch(write).option("checkpointLocation", str(work / "baseline_ck"))
         .trigger(availableNow=True).start()
     )
     query.awaitTermination()
+
+
+def run_spark_sink(spark, lines, work: Path, sink: str) -> None:
+    """A stream of `lines` drained by one of Spark's own sinks: `parquet` (plain files, a
+    directory per batch) or `noop` (every row computed, nothing written)."""
+
+    def write(df, batch_id):
+        df.write.format(sink).mode("append").save(str(work / sink / f"batch-{batch_id}"))
+
+    query = (lines.writeStream.foreachBatch(write).option("checkpointLocation", str(work / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+
+
+def landing_lines(spark, landing: Path, max_files: int):
+    return spark.readStream.format("text").option("maxFilesPerTrigger", str(max_files)).load(str(landing))
+
+
+def bronze_event_columns(spark, landing: Path, max_files: int):
+    """Bronze's event rows as the JVM classifier makes them, with constant batch values (a
+    per-batch literal would make Spark generate and compile new code every batch)."""
+    from pyspark.sql import functions as F
+
+    settings = BronzeSettings(landing, max_files_per_trigger=max_files, classifier="jvm")
+    return classified_landing(spark, settings).where("quarantine_reason IS NULL").select(
+        "event_type", "event_id", "event_time", "schema_hash", F.col("payload").cast("string").alias("payload"),
+        F.lit(BENCH_TIME).alias("ingest_time"), "source_file", F.lit(0).cast("long").alias("batch_id"),
+    )
 
 
 def run_bronze(spark, landing: Path, work: Path, max_files: int, classifier: str) -> LakeLayout:
@@ -87,6 +126,8 @@ def main() -> None:
     parser.add_argument("--event-types", type=int, default=300)
     parser.add_argument("--max-files-per-trigger", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--spark-sink-bounds", action="store_true",
+                        help="also measure the baseline and bronze's columns through Spark's Parquet and noop sinks")
     args = parser.parse_args()
     info = machine()
     variants = {
@@ -94,6 +135,12 @@ def main() -> None:
         "bronze_jvm_classifier": lambda landing, work: run_bronze(spark, landing, work, args.max_files_per_trigger, "jvm"),
         "bronze_python_classifier": lambda landing, work: run_bronze(spark, landing, work, args.max_files_per_trigger, "python"),
     }
+    if args.spark_sink_bounds:
+        for sink in SPARK_SINKS:
+            variants[f"bound_baseline_spark_{sink}"] = lambda landing, work, sink=sink: run_spark_sink(
+                spark, landing_lines(spark, landing, args.max_files_per_trigger).select("value"), work, sink)
+            variants[f"bound_bronze_columns_spark_{sink}"] = lambda landing, work, sink=sink: run_spark_sink(
+                spark, bronze_event_columns(spark, landing, args.max_files_per_trigger), work, sink)
     best: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-bronze-") as scratch:
         root = Path(scratch)
@@ -128,7 +175,11 @@ def main() -> None:
         "max_files_per_trigger": args.max_files_per_trigger,
         "rounds": args.rounds,
         **best,
-        "ratio_to_baseline": {name: round(baseline / r["seconds"], 3) for name, r in best.items()},
+        "ratio_to_baseline": {name: round(baseline / r["seconds"], 3) for name, r in best.items()
+                              if not name.startswith("bound_")},
+        **({f"ratio_with_spark_{sink}": round(best[f"bound_baseline_spark_{sink}"]["seconds"]
+                                               / best[f"bound_bronze_columns_spark_{sink}"]["seconds"], 3)
+            for sink in SPARK_SINKS} if args.spark_sink_bounds else {}),
     }, indent=2))
 
 

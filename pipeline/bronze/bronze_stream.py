@@ -258,13 +258,10 @@ def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSe
     )
 
 
-def start_bronze(
-    spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
-) -> "StreamingQuery":
+def classified_landing(spark: "SparkSession", settings: BronzeSettings) -> "DataFrame":
+    """The landing files as a stream of classified lines (CLASSIFIED_SCHEMA with `event_time`)."""
     from pyspark.sql import functions as F
 
-    settings.landing.mkdir(parents=True, exist_ok=True)
-    create_bronze_tables(lake)
     lines = (
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
@@ -275,13 +272,21 @@ def start_bronze(
             F.col("_metadata.file_modification_time").alias("source_mtime"),
         )
     )
-    classified = (
+    return (
         classify_lines(spark, lines, settings)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")
     )
-    stream = classified.writeStream.queryName(BRONZE_STREAM).foreachBatch(batch_function(writer)).option(
-        "checkpointLocation", str(lake.checkpoint(BRONZE_STREAM))
+
+
+def start_bronze(
+    spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
+) -> "StreamingQuery":
+    settings.landing.mkdir(parents=True, exist_ok=True)
+    create_bronze_tables(lake)
+    stream = (
+        classified_landing(spark, settings).writeStream.queryName(BRONZE_STREAM)
+        .foreachBatch(batch_function(writer)).option("checkpointLocation", str(lake.checkpoint(BRONZE_STREAM)))
     )
     if settings.available_now:
         stream = stream.trigger(availableNow=True)
