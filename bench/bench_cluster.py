@@ -9,7 +9,8 @@ a 10x landing in one bronze batch: what the driver received from the tasks (the 
 Spark's event log), the driver tree's peak memory (Python, its JVM, the Python worker that makes
 the commits; the cluster's processes are not in it) and the peak of its Python processes alone
 (the JVM's heap grows lazily, by whatever the scheduler allocates, so its resident size varies
-from run to run by more than a batch of rows would add).
+from run to run by more than a batch of rows would add), each as a sum of RSS and of PSS (the
+driver runs several Python processes that map the same libraries; see bench_support.TreeUsage).
 
     python bench/bench_cluster.py --events 200000 --event-types 50 --rounds 2
 
@@ -54,6 +55,8 @@ def drain(master: str, landing: Path, lake: Path, max_files: int) -> dict:
     lake_summary = json.loads(stdout)["lake"]
     return {"seconds": round(seconds, 1), "driver_peak_rss_mb": round(tree.usage.peak_rss_mb),
             "driver_python_peak_rss_mb": round(python.usage.peak_rss_mb),
+            "driver_peak_pss_mb": round(tree.usage.peak_pss_mb),
+            "driver_python_peak_pss_mb": round(python.usage.peak_pss_mb),
             "task_result_bytes": task_result_bytes(events),
             "landing_bytes": sum(path.stat().st_size for path in landing.rglob("*") if path.is_file()),
             "bronze_rows": lake_summary["bronze_rows"], "silver_rows": sum(lake_summary["silver_rows"].values())}

@@ -145,6 +145,8 @@ def run_layout(
         "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
         "peak_rss_mb": round(sampler.usage.peak_rss_mb),
         "peak_rss_mb_by_role": sampler.usage.peak_rss_mb_by_role,
+        "peak_pss_mb": round(sampler.usage.peak_pss_mb),
+        "peak_pss_mb_by_role": sampler.usage.peak_pss_mb_by_role,
         "mean_cpu_percent": sampler.usage.mean_cpu_percent,
         "cores_used_during_generation_by_role": {
             role: round((cpu_after[role] - cpu_before[role]) / (generated_at - started), 2) for role in cpu_after

@@ -25,11 +25,18 @@ def machine() -> dict:
 class TreeUsage:
     """`peak_rss_mb` is the tree's; `peak_rss_mb_by_role` each role's own peak: `driver_python`
     (the root process), `jvm` (java: in local mode the driver and executors in one JVM) and
-    `python_workers` (the other Python processes: Spark's workers, data source planners)."""
+    `python_workers` (the other Python processes: Spark's workers, data source planners).
+
+    A sum of RSS counts every page shared between processes once per process: the libraries
+    (libarrow, libpython, delta-rs) each Python worker maps, and what a forked worker shares
+    with its daemon. The PSS figures (proportional set size, Linux) share such a page among the
+    processes that map it, so their sum is the physical memory the tree holds."""
 
     peak_rss_mb: float = 0.0
     cpu_percent_samples: list[float] = field(default_factory=list)
     peak_rss_mb_by_role: dict[str, float] = field(default_factory=dict)
+    peak_pss_mb: float = 0.0
+    peak_pss_mb_by_role: dict[str, float] = field(default_factory=dict)
 
     @property
     def mean_cpu_percent(self) -> float:
@@ -77,22 +84,40 @@ class ProcessTreeSampler:
             process.cpu_percent(None)
         root = self.root or os.getpid()
         while not self._stop.wait(self.interval):
-            rss = 0
             cpu = 0.0
-            by_role: dict[str, float] = {}
+            rss: dict[str, float] = {}
+            pss: dict[str, float] = {}
             for process in self._tree():
                 try:
                     used = process.memory_info().rss
                     cpu += process.cpu_percent(None)
                 except psutil.NoSuchProcess:
                     continue
-                rss += used
                 role = _role(process, root)
-                by_role[role] = by_role.get(role, 0.0) + used / 2**20
-            self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, rss / 2**20)
-            for role, mb in by_role.items():
-                self.usage.peak_rss_mb_by_role[role] = round(max(self.usage.peak_rss_mb_by_role.get(role, 0.0), mb))
+                rss[role] = rss.get(role, 0.0) + used / 2**20
+                pss[role] = pss.get(role, 0.0) + _pss_bytes(process.pid) / 2**20
+            self.usage.peak_rss_mb = max(self.usage.peak_rss_mb, sum(rss.values()))
+            self.usage.peak_pss_mb = max(self.usage.peak_pss_mb, sum(pss.values()))
+            _keep_peaks(self.usage.peak_rss_mb_by_role, rss)
+            _keep_peaks(self.usage.peak_pss_mb_by_role, pss)
             self.usage.cpu_percent_samples.append(cpu)
+
+
+def _keep_peaks(peaks: dict[str, float], sample: dict[str, float]) -> None:
+    for role, mb in sample.items():
+        peaks[role] = round(max(peaks.get(role, 0.0), mb))
+
+
+def _pss_bytes(pid: int) -> int:
+    """The process's PSS from /proc/PID/smaps_rollup (0 once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return 0
 
 
 def _role(process: psutil.Process, root: int) -> str:
