@@ -15,8 +15,8 @@ Reported per layout (grouped queries, and the seed's one query per event type):
 With `--rates` (a list) each layout runs at each rate in turn, and the output names the highest
 rate the pipeline kept up with (every event accounted for within three trigger intervals after
 generation ended) and the highest that also kept the p95 freshness over the last minute of
-generation within `--freshness-goal`.
-The generator is a process of its own on the same cores (about 11 µs of CPU per event).
+generation within `--freshness-goal`. The generator is a process of its own on the same cores
+(about 11 µs of CPU per event), not counted in the pipeline's CPU.
 
     python bench/bench_pipeline_load.py --rates 8000,12000,16000,20000,25000 --duration 120 --layouts grouped
 
@@ -200,6 +200,7 @@ def highest_sustained(results: list[dict], trigger: float, goal: float) -> dict[
             if passed:
                 layout[key] = max(layout[key] or 0, result["rate"])
     return best
+
 
 if __name__ == "__main__":
     main()
