@@ -33,17 +33,17 @@ from pathlib import Path
 
 from bench_support import cpu_seconds_by_role, machine, timed
 
-from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_landing, start_bronze
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.lake_summary import summarize_lake
-from pipeline.pipeline_events import Unmonitored
-from pipeline.registry.schema_registry import SchemaRegistry
-from pipeline.spark_session import build_spark
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_landing, start_bronze
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.lake_summary import summarize_lake
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.spark_session import build_spark
 
 BENCH_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SPARK_SINKS = ("parquet", "noop")
@@ -65,8 +65,10 @@ def run_baseline(spark, landing: Path, work: Path, max_files: int) -> None:
 
     query = (
         landing_lines(spark, landing, max_files)
-        .writeStream.foreachBatch(write).option("checkpointLocation", str(work / "baseline_ck"))
-        .trigger(availableNow=True).start()
+        .writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(work / "baseline_ck"))
+        .trigger(availableNow=True)
+        .start()
     )
     query.awaitTermination()
 
@@ -78,8 +80,12 @@ def run_spark_sink(spark, lines, work: Path, sink: str) -> None:
     def write(df, batch_id):
         df.write.format(sink).mode("append").save(str(work / sink / f"batch-{batch_id}"))
 
-    query = (lines.writeStream.foreachBatch(write).option("checkpointLocation", str(work / "checkpoint"))
-             .trigger(availableNow=True).start())
+    query = (
+        lines.writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(work / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
 
 
@@ -93,9 +99,19 @@ def bronze_event_columns(spark, landing: Path, max_files: int):
     from pyspark.sql import functions as F
 
     settings = BronzeSettings(landing, max_files_per_trigger=max_files, classifier="jvm")
-    return classified_landing(spark, settings).where("quarantine_reason IS NULL").select(
-        "event_type", "event_id", "event_time", "schema_hash", F.col("payload").cast("string").alias("payload"),
-        F.lit(BENCH_TIME).alias("ingest_time"), "source_file", F.lit(0).cast("long").alias("batch_id"),
+    return (
+        classified_landing(spark, settings)
+        .where("quarantine_reason IS NULL")
+        .select(
+            "event_type",
+            "event_id",
+            "event_time",
+            "schema_hash",
+            F.col("payload").cast("string").alias("payload"),
+            F.lit(BENCH_TIME).alias("ingest_time"),
+            "source_file",
+            F.lit(0).cast("long").alias("batch_id"),
+        )
     )
 
 
@@ -109,14 +125,21 @@ def run_bronze(spark, landing: Path, work: Path, max_files: int, classifier: str
 
 
 def summary_of(seconds: float, usage, cpu: dict[str, float], lines: int, lake: LakeLayout | None = None) -> dict:
-    result = {"seconds": round(seconds, 2), "lines_per_s": round(lines / seconds),
-              "peak_rss_mb": round(usage.peak_rss_mb), "mean_cpu_percent": usage.mean_cpu_percent,
-              "cpu_seconds_by_process": {role: round(used, 2) for role, used in cpu.items()}}
+    result = {
+        "seconds": round(seconds, 2),
+        "lines_per_s": round(lines / seconds),
+        "peak_rss_mb": round(usage.peak_rss_mb),
+        "mean_cpu_percent": usage.mean_cpu_percent,
+        "cpu_seconds_by_process": {role: round(used, 2) for role, used in cpu.items()},
+    }
     if lake is not None:
         lake_summary = summarize_lake(lake)
         assert lake_summary.bronze_rows + sum(lake_summary.quarantine_by_reason.values()) == lines, "lines lost"
-        result.update(bronze_rows=lake_summary.bronze_rows, quarantined=sum(lake_summary.quarantine_by_reason.values()),
-                      schema_variations=lake_summary.variations)
+        result.update(
+            bronze_rows=lake_summary.bronze_rows,
+            quarantined=sum(lake_summary.quarantine_by_reason.values()),
+            schema_variations=lake_summary.variations,
+        )
     return result
 
 
@@ -126,21 +149,30 @@ def main() -> None:
     parser.add_argument("--event-types", type=int, default=300)
     parser.add_argument("--max-files-per-trigger", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--spark-sink-bounds", action="store_true",
-                        help="also measure the baseline and bronze's columns through Spark's Parquet and noop sinks")
+    parser.add_argument(
+        "--spark-sink-bounds",
+        action="store_true",
+        help="also measure the baseline and bronze's columns through Spark's Parquet and noop sinks",
+    )
     args = parser.parse_args()
     info = machine()
     variants = {
         "baseline_text_to_delta": lambda landing, work: run_baseline(spark, landing, work, args.max_files_per_trigger),
-        "bronze_jvm_classifier": lambda landing, work: run_bronze(spark, landing, work, args.max_files_per_trigger, "jvm"),
-        "bronze_python_classifier": lambda landing, work: run_bronze(spark, landing, work, args.max_files_per_trigger, "python"),
+        "bronze_jvm_classifier": lambda landing, work: run_bronze(
+            spark, landing, work, args.max_files_per_trigger, "jvm"
+        ),
+        "bronze_python_classifier": lambda landing, work: run_bronze(
+            spark, landing, work, args.max_files_per_trigger, "python"
+        ),
     }
     if args.spark_sink_bounds:
         for sink in SPARK_SINKS:
             variants[f"bound_baseline_spark_{sink}"] = lambda landing, work, sink=sink: run_spark_sink(
-                spark, landing_lines(spark, landing, args.max_files_per_trigger).select("value"), work, sink)
+                spark, landing_lines(spark, landing, args.max_files_per_trigger).select("value"), work, sink
+            )
             variants[f"bound_bronze_columns_spark_{sink}"] = lambda landing, work, sink=sink: run_spark_sink(
-                spark, bronze_event_columns(spark, landing, args.max_files_per_trigger), work, sink)
+                spark, bronze_event_columns(spark, landing, args.max_files_per_trigger), work, sink
+            )
     best: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-bronze-") as scratch:
         root = Path(scratch)
@@ -166,21 +198,36 @@ def main() -> None:
                 shutil.rmtree(work)
         spark.stop()
     baseline = best["baseline_text_to_delta"]["seconds"]
-    print(json.dumps({
-        "benchmark": "bronze",
-        "machine": info,
-        "lines": lines,
-        "event_types": args.event_types,
-        "files": len(manifest["files"]),
-        "max_files_per_trigger": args.max_files_per_trigger,
-        "rounds": args.rounds,
-        **best,
-        "ratio_to_baseline": {name: round(baseline / r["seconds"], 3) for name, r in best.items()
-                              if not name.startswith("bound_")},
-        **({f"ratio_with_spark_{sink}": round(best[f"bound_baseline_spark_{sink}"]["seconds"]
-                                               / best[f"bound_bronze_columns_spark_{sink}"]["seconds"], 3)
-            for sink in SPARK_SINKS} if args.spark_sink_bounds else {}),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "bronze",
+                "machine": info,
+                "lines": lines,
+                "event_types": args.event_types,
+                "files": len(manifest["files"]),
+                "max_files_per_trigger": args.max_files_per_trigger,
+                "rounds": args.rounds,
+                **best,
+                "ratio_to_baseline": {
+                    name: round(baseline / r["seconds"], 3) for name, r in best.items() if not name.startswith("bound_")
+                },
+                **(
+                    {
+                        f"ratio_with_spark_{sink}": round(
+                            best[f"bound_baseline_spark_{sink}"]["seconds"]
+                            / best[f"bound_bronze_columns_spark_{sink}"]["seconds"],
+                            3,
+                        )
+                        for sink in SPARK_SINKS
+                    }
+                    if args.spark_sink_bounds
+                    else {}
+                ),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,37 +29,64 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import ProcessTreeSampler, machine
+from bench_support import ProcessTreeSampler, machine, test_helpers
 
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.spark_event_log import event_log_conf_dir, task_result_bytes
-from pipeline.standalone_cluster import StandaloneCluster
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+
+test_helpers()
+from spark_event_log import event_log_conf_dir, task_result_bytes
+from standalone_cluster import StandaloneCluster
 
 
 def drain(master: str, landing: Path, lake: Path, max_files: int) -> dict:
     """Run the pipeline until idle, with Spark's event log on; seconds, the driver tree's peak
     memory (all of it, and its Python processes alone) and the task result bytes it received."""
-    command = [sys.executable, "-m", "streamops", "run", "--lake", str(lake), "--landing", str(landing),
-               "--master", master, "--until-idle", "--max-files-per-trigger", str(max_files), "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "streamops",
+        "run",
+        "--lake",
+        str(lake),
+        "--landing",
+        str(landing),
+        "--master",
+        master,
+        "--until-idle",
+        "--max-files-per-trigger",
+        str(max_files),
+        "--json",
+    ]
     conf_dir, events = event_log_conf_dir(lake.with_name(lake.name + "_spark"))
     started = time.perf_counter()
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)})
-    with ProcessTreeSampler(interval=0.2, root=driver.pid) as tree, \
-            ProcessTreeSampler(interval=0.2, root=driver.pid, skip_java=True) as python:
+    driver = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)},
+    )
+    with (
+        ProcessTreeSampler(interval=0.2, root=driver.pid) as tree,
+        ProcessTreeSampler(interval=0.2, root=driver.pid, skip_java=True) as python,
+    ):
         stdout, stderr = driver.communicate()
     seconds = time.perf_counter() - started
     if driver.returncode != 0:
         raise SystemExit(f"streamops run on {master} failed: {stderr[-2000:]}")
     lake_summary = json.loads(stdout)["lake"]
-    return {"seconds": round(seconds, 1), "driver_peak_rss_mb": round(tree.usage.peak_rss_mb),
-            "driver_python_peak_rss_mb": round(python.usage.peak_rss_mb),
-            "driver_peak_pss_mb": round(tree.usage.peak_pss_mb),
-            "driver_python_peak_pss_mb": round(python.usage.peak_pss_mb),
-            "task_result_bytes": task_result_bytes(events),
-            "landing_bytes": sum(path.stat().st_size for path in landing.rglob("*") if path.is_file()),
-            "bronze_rows": lake_summary["bronze_rows"], "silver_rows": sum(lake_summary["silver_rows"].values())}
+    return {
+        "seconds": round(seconds, 1),
+        "driver_peak_rss_mb": round(tree.usage.peak_rss_mb),
+        "driver_python_peak_rss_mb": round(python.usage.peak_rss_mb),
+        "driver_peak_pss_mb": round(tree.usage.peak_pss_mb),
+        "driver_python_peak_pss_mb": round(python.usage.peak_pss_mb),
+        "task_result_bytes": task_result_bytes(events),
+        "landing_bytes": sum(path.stat().st_size for path in landing.rglob("*") if path.is_file()),
+        "bronze_rows": lake_summary["bronze_rows"],
+        "silver_rows": sum(lake_summary["silver_rows"].values()),
+    }
 
 
 def main() -> None:
@@ -72,11 +99,20 @@ def main() -> None:
     info = machine()
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as scratch:
         root = Path(scratch)
-        manifest = generate(GeneratorSettings(out=root / "landing", events=args.events, event_types=args.event_types, seed=7))
+        manifest = generate(
+            GeneratorSettings(out=root / "landing", events=args.events, event_types=args.event_types, seed=7)
+        )
         lines = manifest["lines_total"]
         best: dict[str, dict] = {}
-        with StandaloneCluster(root / "one", workers=1, cores=1) as one, StandaloneCluster(root / "two", workers=2, cores=1) as two:
-            masters = {"local[2]": "local[2]", "standalone_1_worker": one.master_url, "standalone_2_workers": two.master_url}
+        with (
+            StandaloneCluster(root / "one", workers=1, cores=1) as one,
+            StandaloneCluster(root / "two", workers=2, cores=1) as two,
+        ):
+            masters = {
+                "local[2]": "local[2]",
+                "standalone_1_worker": one.master_url,
+                "standalone_2_workers": two.master_url,
+            }
             for round_number in range(args.rounds):
                 for index, (name, master) in enumerate(masters.items()):
                     lake = root / f"lake_{index}_{round_number}"  # no `[2]` in a path: delta-rs cannot write there
@@ -90,17 +126,24 @@ def main() -> None:
                 landing = root / f"memory_landing_x{scale}"
                 generate(GeneratorSettings(out=landing, events=args.memory_events * scale, event_types=20, seed=5))
                 memory[f"x{scale}"] = drain(one.master_url, landing, root / f"memory_lake_x{scale}", 100_000)
-    print(json.dumps({
-        "benchmark": "cluster",
-        "machine": info,
-        "lines": lines,
-        "event_types": args.event_types,
-        "rounds": args.rounds,
-        "throughput": best,
-        "speedup_2_workers_over_1": round(best["standalone_1_worker"]["seconds"] / best["standalone_2_workers"]["seconds"], 2),
-        "driver_memory_one_batch": memory,
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "cluster",
+                "machine": info,
+                "lines": lines,
+                "event_types": args.event_types,
+                "rounds": args.rounds,
+                "throughput": best,
+                "speedup_2_workers_over_1": round(
+                    best["standalone_1_worker"]["seconds"] / best["standalone_2_workers"]["seconds"], 2
+                ),
+                "driver_memory_one_batch": memory,
+                "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

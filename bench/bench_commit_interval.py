@@ -25,10 +25,10 @@ import pyarrow as pa
 from bench_support import machine
 from deltalake import DeltaTable
 
-from pipeline.delta_connector.batch_commit import commit_files
-from pipeline.delta_connector.data_files import DataFileBuilder
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.pipeline.delta_connector.batch_commit import commit_files
+from streamops.pipeline.delta_connector.data_files import DataFileBuilder
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 INTERVALS = {"streamops_every_10": TABLE_CONFIGURATION, "delta_rs_default_100": {}}
@@ -49,7 +49,9 @@ def run(root: Path, configuration: dict[str, str], tables: int, versions: int, b
             per_band.setdefault(batch_id // band * band, []).append((time.process_time() - started) * 1000)
     assert all(DeltaTable(str(p)).transaction_version("bench") == versions - 1 for p in paths)
     return {
-        "cpu_ms_per_commit_by_versions": {f"{start}-{start + band - 1}": round(statistics.mean(v), 2) for start, v in per_band.items()},
+        "cpu_ms_per_commit_by_versions": {
+            f"{start}-{start + band - 1}": round(statistics.mean(v), 2) for start, v in per_band.items()
+        },
         "cpu_ms_per_commit_mean": round(statistics.mean(x for v in per_band.values() for x in v), 2),
         "checkpoints": len(list((paths[0] / "_delta_log").glob("*.checkpoint.parquet"))),
     }
@@ -66,8 +68,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-commit-") as scratch:
         for name, configuration in INTERVALS.items():
             results[name] = run(Path(scratch) / name, configuration, args.tables, args.versions, args.band)
-    print(json.dumps({"benchmark": "commit_interval", "machine": info, "tables": args.tables,
-                      "versions": args.versions, **results}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "commit_interval",
+                "machine": info,
+                "tables": args.tables,
+                "versions": args.versions,
+                **results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from recorded_fleet import write_recorded_fleet  # noqa: E402
 MINIMAL_APP = """
 import os
 import streamlit as st
-from monitor.fleet_status import fleet_status
+from streamops.monitor.fleet_status import fleet_status
 from streamops.lake_layout import LakeLayout
 
 rows = fleet_status(LakeLayout.at(os.environ["STREAMOPS_CONSOLE_LAKE"]))
@@ -69,7 +69,7 @@ def apptest_runs(lake_root: Path, repeats: int) -> dict[str, Any]:
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from dashboards.console import APP_PATH, LAKE_ENV
+    from streamops.dashboards.console import APP_PATH, LAKE_ENV
 
     os.environ[LAKE_ENV] = str(lake_root)
 
@@ -102,7 +102,7 @@ def apptest_runs(lake_root: Path, repeats: int) -> dict[str, Any]:
 
 
 def browser_runs(lake_root: Path, scratch: Path) -> dict[str, Any]:
-    from dashboards.console import LAKE_ENV
+    from streamops.dashboards.console import LAKE_ENV
 
     results: dict[str, Any] = {}
     with running_console(lake_root, scratch / "console.log") as server:
@@ -114,8 +114,21 @@ def browser_runs(lake_root: Path, scratch: Path) -> dict[str, Any]:
     app.write_text(MINIMAL_APP)
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(app),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
         env={**os.environ, LAKE_ENV: str(lake_root)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -140,8 +153,8 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurements")
     args = parser.parse_args()
 
-    from monitor.fleet_status import fleet_status
     from streamops.lake_layout import LakeLayout
+    from streamops.monitor.fleet_status import fleet_status
 
     with tempfile.TemporaryDirectory(prefix="bench-console-") as scratch:
         lake = LakeLayout.at(Path(scratch) / "lake")

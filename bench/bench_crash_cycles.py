@@ -34,7 +34,7 @@ from pathlib import Path
 from bench_support import machine
 from deltalake import DeltaTable
 
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
 
 
@@ -103,7 +103,8 @@ def check(lake: LakeLayout, manifest: dict) -> dict:
             "duplicated": sum(s["duplicated"] for s in silver.values()),
             "tables_with_problems": {t: s for t, s in silver.items() if s["lost"] or s["duplicated"]},
         },
-        "quarantine_matches_manifest": {k: v for k, v in reasons.items() if v} == {k: v for k, v in expected_quarantine.items() if v},
+        "quarantine_matches_manifest": {k: v for k, v in reasons.items() if v}
+        == {k: v for k, v in expected_quarantine.items() if v},
         "quarantine_by_reason": dict(reasons),
     }
 
@@ -114,17 +115,37 @@ def run_cycles(workdir: Path, cycles: int, rate: float, event_types: int, seed: 
     seconds_per_cycle = 16
     events = int(rate * max(30, cycles * seconds_per_cycle))
     generator = streamops(
-        "generate", "--out", str(landing), "--events", str(events), "--event-types", str(event_types),
-        "--rate", str(rate), "--drift", "0.5", "--bad", "0.01", "--seed", str(seed),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        "generate",
+        "--out",
+        str(landing),
+        "--events",
+        str(events),
+        "--event-types",
+        str(event_types),
+        "--rate",
+        str(rate),
+        "--drift",
+        "0.5",
+        "--bad",
+        "0.01",
+        "--seed",
+        str(seed),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     run_args = ("--lake", str(lake.root), "--landing", str(landing), "--trigger", "0.5", "--types-per-group", "4")
     started = time.monotonic()
     kills = []
     for cycle in range(cycles):
         pipeline = streamops(
-            "run", *run_args, "--max-files-per-trigger", "2", "--duration", "3600",
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            "run",
+            *run_args,
+            "--max-files-per-trigger",
+            "2",
+            "--duration",
+            "3600",
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         wait = kill_moment(pipeline, lake, rng)
         if pipeline.poll() is not None:
@@ -132,7 +153,10 @@ def run_cycles(workdir: Path, cycles: int, rate: float, event_types: int, seed: 
         os.killpg(pipeline.pid, signal.SIGKILL)
         pipeline.wait(timeout=60)
         kills.append({"after_seconds": round(wait, 1), "mid_batch": planned_not_committed(lake)})
-        print(f"cycle {cycle + 1}/{cycles}: killed after {wait:.1f}s, mid-batch: {kills[-1]['mid_batch']}", file=sys.stderr)
+        print(
+            f"cycle {cycle + 1}/{cycles}: killed after {wait:.1f}s, mid-batch: {kills[-1]['mid_batch']}",
+            file=sys.stderr,
+        )
     if generator.wait(timeout=3600) != 0:
         raise SystemExit("the generator failed")
     drain_started = time.monotonic()
@@ -166,7 +190,12 @@ def main() -> int:
         result = run_cycles(workdir, args.cycles, args.rate, args.event_types, args.seed)
     result["machine"] = machine()
     print(json.dumps(result, indent=2, sort_keys=True))
-    clean = not (result["bronze"]["lost"] or result["bronze"]["duplicated"] or result["silver"]["lost"] or result["silver"]["duplicated"])
+    clean = not (
+        result["bronze"]["lost"]
+        or result["bronze"]["duplicated"]
+        or result["silver"]["lost"]
+        or result["silver"]["duplicated"]
+    )
     return 0 if clean and result["quarantine_matches_manifest"] else 1
 
 

@@ -51,8 +51,18 @@ def free_port() -> int:
 
 
 def demo_round(workdir: Path, timeout: float) -> dict:
-    command = [sys.executable, "-m", "streamops", "demo", "--workdir", str(workdir),
-               "--console-port", str(free_port()), "--metrics-port", str(free_port())]
+    command = [
+        sys.executable,
+        "-m",
+        "streamops",
+        "demo",
+        "--workdir",
+        str(workdir),
+        "--console-port",
+        str(free_port()),
+        "--metrics-port",
+        str(free_port()),
+    ]
     started = time.perf_counter()
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen: dict[str, float] = {}
@@ -69,8 +79,11 @@ def demo_round(workdir: Path, timeout: float) -> dict:
     demo.communicate(timeout=120)
     if FIRST_SILVER not in seen:
         raise SystemExit(f"no silver commit within {timeout:.0f} s (exit {demo.returncode})")
-    return {"seconds_to_first_silver": seen[FIRST_SILVER], "seconds_to_banner": seen.get(BANNER),
-            "exit_code": demo.returncode}
+    return {
+        "seconds_to_first_silver": seen[FIRST_SILVER],
+        "seconds_to_banner": seen.get(BANNER),
+        "exit_code": demo.returncode,
+    }
 
 
 def baseline_round(workdir: Path, timeout: float) -> float:
@@ -78,8 +91,9 @@ def baseline_round(workdir: Path, timeout: float) -> float:
     landing.mkdir(parents=True)
     (landing / "part-0.json").write_text('{"event_type": "login"}\n' * 1000)
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", BASELINE, str(landing), str(out)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-c", BASELINE, str(landing), str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         while not (out / "_spark_metadata" / "0").exists():
             if process.poll() is not None or time.perf_counter() - started > timeout:
@@ -108,16 +122,21 @@ def main() -> None:
                 else:
                     baseline.append(baseline_round(workdir, args.timeout))
     firsts = [r["seconds_to_first_silver"] for r in demo]
-    print(json.dumps({
-        "benchmark": "demo",
-        "machine": info,
-        "rounds": args.rounds,
-        "demo": demo,
-        "demo_seconds_to_first_silver_median": statistics.median(firsts),
-        "baseline_plain_spark_first_batch_seconds": baseline,
-        "baseline_median": statistics.median(baseline),
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "demo",
+                "machine": info,
+                "rounds": args.rounds,
+                "demo": demo,
+                "demo_seconds_to_first_silver_median": statistics.median(firsts),
+                "baseline_plain_spark_first_batch_seconds": baseline,
+                "baseline_median": statistics.median(baseline),
+                "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

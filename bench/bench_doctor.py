@@ -43,10 +43,10 @@ import pyarrow as pa
 from deltalake import write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
-from checkpoint_tools.doctor import DEFAULT_WORKERS, DoctorTarget, diagnose_many
-from streamops.checkpoint_reader import read_checkpoint
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.metadata_log import remove_log_file
+from streamops.checkpoint.metadata_log import remove_log_file
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.checkpoint_tools.doctor import DEFAULT_WORKERS, DoctorTarget, diagnose_many
+from streamops.delta.commit_metadata import BatchCommitInfo
 
 STREAM = "bench_stream"
 STATEFUL_STREAM = "bench_stateful"
@@ -55,19 +55,22 @@ LOG_CHECKPOINT_INTERVAL = "100"
 
 
 def build_template(root: Path, commits: int) -> None:
-    from pipeline.delta_connector.batch_writer import write_batch
-    from pipeline.spark_session import build_spark
+    from streamops.pipeline.delta_connector.batch_writer import write_batch
+    from streamops.pipeline.spark_session import build_spark
 
     source, sink, checkpoint = root / "source", root / "sink", root / "ckpt" / STREAM
     config = {"delta.checkpointInterval": LOG_CHECKPOINT_INTERVAL}
     for version in range(commits):
         ids = pa.array(range(version * 10, version * 10 + 10), pa.int64())
-        write_deltalake(str(source), pa.table({"id": ids}), mode="append",
-                        configuration=config if version == 0 else None)
+        write_deltalake(
+            str(source), pa.table({"id": ids}), mode="append", configuration=config if version == 0 else None
+        )
     batches = commits // FILES_PER_BATCH
     for version in range(commits - batches):
         write_deltalake(
-            str(sink), pa.table({"id": pa.array([version], pa.int64())}), mode="append",
+            str(sink),
+            pa.table({"id": pa.array([version], pa.int64())}),
+            mode="append",
             configuration=config if version == 0 else None,
             commit_properties=CommitProperties(app_transactions=[Transaction("backfill", version)]),
         )
@@ -77,10 +80,15 @@ def build_template(root: Path, commits: int) -> None:
         write_batch(sink, df.toArrow(), BatchCommitInfo(STREAM, batch_id, str(query.id)))
 
     query = (
-        spark.readStream.format("streamops_delta").option("path", str(source))
-        .option("startingVersion", "0").option("maxFilesPerTrigger", str(FILES_PER_BATCH)).load()
-        .writeStream.foreachBatch(write).option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True).start()
+        spark.readStream.format("streamops_delta")
+        .option("path", str(source))
+        .option("startingVersion", "0")
+        .option("maxFilesPerTrigger", str(FILES_PER_BATCH))
+        .load()
+        .writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
     )
     try:
         query.awaitTermination()
@@ -91,19 +99,24 @@ def build_template(root: Path, commits: int) -> None:
 
 def build_stateful_template(root: Path, batches: int, partitions: int) -> None:
     """A real aggregation over a file source, one file per batch."""
-    from pipeline.spark_session import build_spark
+    from streamops.pipeline.spark_session import build_spark
 
     landing = root / "landing"
     landing.mkdir(parents=True)
     for i in range(batches):
-        (landing / f"part-{i:04d}.json").write_text(
-            "\n".join(json.dumps({"k": k, "v": i}) for k in range(50)) + "\n"
-        )
+        (landing / f"part-{i:04d}.json").write_text("\n".join(json.dumps({"k": k, "v": i}) for k in range(50)) + "\n")
     spark = build_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": str(partitions)})
     query = (
-        spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).json(str(landing))
-        .groupBy("k").sum("v").writeStream.outputMode("update").format("noop")
-        .option("checkpointLocation", str(root / "ckpt" / STATEFUL_STREAM)).trigger(availableNow=True).start()
+        spark.readStream.schema("k long, v long")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(landing))
+        .groupBy("k")
+        .sum("v")
+        .writeStream.outputMode("update")
+        .format("noop")
+        .option("checkpointLocation", str(root / "ckpt" / STATEFUL_STREAM))
+        .trigger(availableNow=True)
+        .start()
     )
     try:
         query.awaitTermination()
@@ -177,7 +190,8 @@ def spark_json_history(spark, targets: list[DoctorTarget]) -> tuple[float, dict]
     started = time.perf_counter()
     tables = [t.source_table for t in targets] + [t.sink_tables[0] for t in targets]
     actions = (
-        spark.read.schema(_LOG_SCHEMA).json([f"{t}/_delta_log/*.json" for t in tables])
+        spark.read.schema(_LOG_SCHEMA)
+        .json([f"{t}/_delta_log/*.json" for t in tables])
         .withColumn("file", F.input_file_name())
         .withColumn("table", F.regexp_extract("file", r"^(.*)/_delta_log/", 1))
         .withColumn("version", F.regexp_extract("file", r"(\d+)\.json$", 1).cast("long"))
@@ -187,13 +201,16 @@ def spark_json_history(spark, targets: list[DoctorTarget]) -> tuple[float, dict]
         [(f"file://{t.source_table}", processed_version(t)) for t in targets], "table string, processed long"
     )
     per_table = actions.groupBy("table").agg(
-        F.max("version").alias("latest"), F.min("version").alias("earliest"),
+        F.max("version").alias("latest"),
+        F.min("version").alias("earliest"),
         F.max("metaData.id").alias("table_id"),
         F.max(F.when(F.col("txn.appId") == STREAM, F.col("txn.version"))).alias("txn"),
     )
     backlog = (
-        actions.join(positions, "table").where(F.col("add").isNotNull() & (F.col("version") > F.col("processed")))
-        .groupBy("table").agg(F.count("*").alias("files"), F.sum("add.size").alias("bytes"))
+        actions.join(positions, "table")
+        .where(F.col("add").isNotNull() & (F.col("version") > F.col("processed")))
+        .groupBy("table")
+        .agg(F.count("*").alias("files"), F.sum("add.size").alias("bytes"))
     )
     result = {r["table"]: r.asDict() for r in per_table.collect()}
     for row in backlog.collect():
@@ -214,21 +231,28 @@ def spark_checkpoint_tail(spark, targets: list[DoctorTarget]) -> tuple[float, di
         for table, changes_after in ((target.source_table, processed), (target.sink_tables[0], None)):
             log = table / "_delta_log"
             checkpoint_version = json.loads((log / "_last_checkpoint").read_text())["version"]
-            facts = spark.read.parquet(str(log / f"{checkpoint_version:020d}.checkpoint.parquet")).agg(
-                F.max("metaData.id").alias("table_id"),
-                F.max(F.when(F.col("txn.appId") == STREAM, F.col("txn.version"))).alias("txn"),
-            ).first()
+            facts = (
+                spark.read.parquet(str(log / f"{checkpoint_version:020d}.checkpoint.parquet"))
+                .agg(
+                    F.max("metaData.id").alias("table_id"),
+                    F.max(F.when(F.col("txn.appId") == STREAM, F.col("txn.version"))).alias("txn"),
+                )
+                .first()
+            )
             first = checkpoint_version if changes_after is None else min(checkpoint_version, changes_after)
             tail = sorted(p for p in log.glob("*.json") if int(p.name[:20]) > first)
             txn, files, size = facts["txn"], 0, 0
             if tail:
                 pending = F.col("version") > (changes_after if changes_after is not None else -1)
                 row = (
-                    spark.read.schema(_LOG_SCHEMA).json([str(p) for p in tail])
+                    spark.read.schema(_LOG_SCHEMA)
+                    .json([str(p) for p in tail])
                     .withColumn("version", F.regexp_extract(F.input_file_name(), r"(\d+)\.json$", 1).cast("long"))
-                    .agg(F.max(F.when(F.col("txn.appId") == STREAM, F.col("txn.version"))).alias("txn"),
-                         F.count(F.when(pending, F.col("add.path"))).alias("files"),
-                         F.sum(F.when(pending, F.col("add.size"))).alias("bytes"))
+                    .agg(
+                        F.max(F.when(F.col("txn.appId") == STREAM, F.col("txn.version"))).alias("txn"),
+                        F.count(F.when(pending, F.col("add.path"))).alias("files"),
+                        F.sum(F.when(pending, F.col("add.size"))).alias("bytes"),
+                    )
                     .first()
                 )
                 txn = row["txn"] if row["txn"] is not None else txn
@@ -282,7 +306,7 @@ def main() -> None:
     subset = targets[: args.spark_checkpoints]
     subset_seconds, subset_diagnoses = run_doctor(subset, workers=1)
 
-    from pipeline.spark_session import build_spark
+    from streamops.pipeline.spark_session import build_spark
 
     spark = build_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     json_seconds, json_facts = spark_json_history(spark, subset)
@@ -297,7 +321,11 @@ def main() -> None:
         by_json = json_facts[f"file://{target.source_table}"]
         by_tail = tail_facts[str(target.source_table)]
         assert ours == (by_json["files"], by_json["bytes"]) == (by_tail["files"], by_tail["bytes"]), (
-            target, ours, by_json, by_tail)
+            target,
+            ours,
+            by_json,
+            by_tail,
+        )
         agree += 1
     scale = len(targets) / len(subset)
     counts: dict[str, int] = {}
@@ -305,38 +333,47 @@ def main() -> None:
         for finding in diagnosis.findings:
             counts[f"{finding.code}:{finding.severity}"] = counts.get(f"{finding.code}:{finding.severity}", 0) + 1
     log = template / "source" / "_delta_log"
-    print(json.dumps({
-        "benchmark": "checkpoint_doctor",
-        "checkpoints": len(targets),
-        "commits_per_source_table": len(list(log.glob("*.json"))),
-        "commits_per_sink_table": len(list((template / "sink" / "_delta_log").glob("*.json"))),
-        "delta_log_checkpoints_per_table": len(list(log.glob("*.checkpoint.parquet"))),
-        "batches_per_checkpoint": read_checkpoint(template / "ckpt" / STREAM).latest_planned + 1,
-        "stateful_checkpoints": len(stateful),
-        "state_files_per_stateful_checkpoint": sum(
-            1 for p in (stateful_template / "ckpt" / STATEFUL_STREAM / "state").rglob("*")
-            if p.suffix in (".delta", ".snapshot")),
-        "stateful_with_state_missing": sum(
-            1 for d in diagnoses[len(targets) - len(stateful):]
-            if any(f.code == "state_missing" for f in d.findings)),
-        "setup_seconds": round(setup_seconds, 1),
-        "doctor_seconds_first_pass": round(first_seconds, 2),
-        "doctor_seconds_second_pass": round(second_seconds, 2),
-        "doctor_workers": DEFAULT_WORKERS,
-        "doctor_seconds_one_thread": round(serial_seconds, 2),
-        "doctor_ms_per_checkpoint_one_thread": round(1000 * serial_seconds / len(targets), 1),
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
-        "findings": dict(sorted(counts.items())),
-        "subset_checkpoints": len(subset),
-        "doctor_seconds_subset_one_thread": round(subset_seconds, 2),
-        "spark_json_history_seconds_subset": round(json_seconds, 2),
-        "spark_checkpoint_tail_seconds_subset": round(tail_seconds, 2),
-        "spark_json_history_seconds_extrapolated": round(json_seconds * scale, 1),
-        "spark_checkpoint_tail_seconds_extrapolated": round(tail_seconds * scale, 1),
-        "speedup_vs_spark_json_history": round(json_seconds / subset_seconds, 1),
-        "speedup_vs_spark_checkpoint_tail": round(tail_seconds / subset_seconds, 1),
-        "backlogs_cross_checked_with_spark": agree,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "checkpoint_doctor",
+                "checkpoints": len(targets),
+                "commits_per_source_table": len(list(log.glob("*.json"))),
+                "commits_per_sink_table": len(list((template / "sink" / "_delta_log").glob("*.json"))),
+                "delta_log_checkpoints_per_table": len(list(log.glob("*.checkpoint.parquet"))),
+                "batches_per_checkpoint": read_checkpoint(template / "ckpt" / STREAM).latest_planned + 1,
+                "stateful_checkpoints": len(stateful),
+                "state_files_per_stateful_checkpoint": sum(
+                    1
+                    for p in (stateful_template / "ckpt" / STATEFUL_STREAM / "state").rglob("*")
+                    if p.suffix in (".delta", ".snapshot")
+                ),
+                "stateful_with_state_missing": sum(
+                    1
+                    for d in diagnoses[len(targets) - len(stateful) :]
+                    if any(f.code == "state_missing" for f in d.findings)
+                ),
+                "setup_seconds": round(setup_seconds, 1),
+                "doctor_seconds_first_pass": round(first_seconds, 2),
+                "doctor_seconds_second_pass": round(second_seconds, 2),
+                "doctor_workers": DEFAULT_WORKERS,
+                "doctor_seconds_one_thread": round(serial_seconds, 2),
+                "doctor_ms_per_checkpoint_one_thread": round(1000 * serial_seconds / len(targets), 1),
+                "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+                "findings": dict(sorted(counts.items())),
+                "subset_checkpoints": len(subset),
+                "doctor_seconds_subset_one_thread": round(subset_seconds, 2),
+                "spark_json_history_seconds_subset": round(json_seconds, 2),
+                "spark_checkpoint_tail_seconds_subset": round(tail_seconds, 2),
+                "spark_json_history_seconds_extrapolated": round(json_seconds * scale, 1),
+                "spark_checkpoint_tail_seconds_extrapolated": round(tail_seconds * scale, 1),
+                "speedup_vs_spark_json_history": round(json_seconds / subset_seconds, 1),
+                "speedup_vs_spark_checkpoint_tail": round(tail_seconds / subset_seconds, 1),
+                "backlogs_cross_checked_with_spark": agree,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

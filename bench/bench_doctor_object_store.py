@@ -31,7 +31,7 @@ from pathlib import Path
 from bench_doctor import build_copies, build_template
 from bench_support import machine
 
-from checkpoint_tools.doctor import DEFAULT_WORKERS, OBJECT_STORE_WORKERS, DoctorTarget, diagnose_many
+from streamops.checkpoint_tools.doctor import DEFAULT_WORKERS, OBJECT_STORE_WORKERS, DoctorTarget, diagnose_many
 from streamops.storage.location import Location
 from streamops.storage.object_store_files import forget_stores
 
@@ -120,16 +120,23 @@ def main() -> None:
     started = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(port), str(copies), str(log)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         if server.stdout.readline().strip() != READY:
             raise SystemExit(f"the S3 server did not start (exit {server.wait()})")
         load_seconds = time.perf_counter() - started
-        os.environ.update({
-            "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
-        })
+        os.environ.update(
+            {
+                "AWS_ACCESS_KEY_ID": "bench",
+                "AWS_SECRET_ACCESS_KEY": "bench",
+                "AWS_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ALLOW_HTTP": "true",
+            }
+        )
         remote_root = f"s3://{BUCKET}/copies"
         remote_targets = [remote_target(t, copies, remote_root) for t in local_targets]
         local_seconds, s3_seconds, requests = [], [], []
@@ -147,23 +154,28 @@ def main() -> None:
     same = findings(local_diagnoses, str(copies), remote_root) == findings(s3_diagnoses, str(copies), remote_root)
     per_pass = requests[-1]
     total = sum(per_pass.values())
-    print(json.dumps({
-        "benchmark": "doctor_object_store",
-        "machine": machine(),
-        "checkpoints": args.checkpoints,
-        "commits_per_table": args.commits,
-        "objects": objects,
-        "setup_seconds": round(setup_seconds, 1),
-        "server_load_seconds": round(load_seconds, 1),
-        "workers": {"local": DEFAULT_WORKERS, "s3": OBJECT_STORE_WORKERS},
-        "local_disk_seconds": local_seconds,
-        "s3_seconds": s3_seconds,
-        "s3_requests_per_pass": dict(sorted(per_pass.items())),
-        "s3_requests_total_per_pass": total,
-        "s3_requests_per_checkpoint": round(total / args.checkpoints, 1),
-        "same_findings_local_and_s3": same,
-        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "doctor_object_store",
+                "machine": machine(),
+                "checkpoints": args.checkpoints,
+                "commits_per_table": args.commits,
+                "objects": objects,
+                "setup_seconds": round(setup_seconds, 1),
+                "server_load_seconds": round(load_seconds, 1),
+                "workers": {"local": DEFAULT_WORKERS, "s3": OBJECT_STORE_WORKERS},
+                "local_disk_seconds": local_seconds,
+                "s3_seconds": s3_seconds,
+                "s3_requests_per_pass": dict(sorted(per_pass.items())),
+                "s3_requests_total_per_pass": total,
+                "s3_requests_per_checkpoint": round(total / args.checkpoints, 1),
+                "same_findings_local_and_s3": same,
+                "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import orjson
 
-from pipeline.generator.landing_writer import write_data_file
-from pipeline.generator.run import generate
-from pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
+from streamops.pipeline.generator.landing_writer import write_data_file
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
 
 
 def baseline(out: Path, events: int, template: dict) -> float:
@@ -45,18 +45,23 @@ def main() -> None:
         first_line = (root / "generated" / manifest["files"][0]["name"]).read_bytes().split(b"\n")[0]
         baseline_seconds = baseline(root / "baseline", args.events, orjson.loads(first_line))
         total_bytes = sum(f["bytes"] for f in manifest["files"])
-    print(json.dumps({
-        "benchmark": "generator",
-        "events": args.events,
-        "event_types": args.event_types,
-        "files": len(manifest["files"]),
-        "bytes": total_bytes,
-        "generator_seconds": round(generator_seconds, 2),
-        "generator_events_per_second": round(args.events / generator_seconds),
-        "baseline_fixed_event_orjson_seconds": round(baseline_seconds, 2),
-        "baseline_events_per_second": round(args.events / baseline_seconds),
-        "slowdown_vs_baseline": round(generator_seconds / baseline_seconds, 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "generator",
+                "events": args.events,
+                "event_types": args.event_types,
+                "files": len(manifest["files"]),
+                "bytes": total_bytes,
+                "generator_seconds": round(generator_seconds, 2),
+                "generator_events_per_second": round(args.events / generator_seconds),
+                "baseline_fixed_event_orjson_seconds": round(baseline_seconds, 2),
+                "baseline_events_per_second": round(args.events / baseline_seconds),
+                "slowdown_vs_baseline": round(generator_seconds / baseline_seconds, 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -91,8 +91,8 @@ def process_tree_cpu_seconds() -> float:
 def timed_run(
     spark: Any, lake_dir: Path, monitored: bool, work: Callable[[Any, Any], dict[str, Any]]
 ) -> dict[str, Any]:
-    from monitor.stream_monitor import StreamMonitor
     from streamops.lake_layout import LakeLayout
+    from streamops.monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(lake_dir)
     monitor = StreamMonitor(spark, lake, metrics_port=0, time_callbacks=True) if monitored else None
@@ -117,21 +117,17 @@ def timed_run(
         # the monitor's own work: its worker thread's CPU, plus callbacks and scrapes (wall time,
         # an upper bound of their CPU)
         result["monitor_cpu_seconds"] = (
-            monitor.worker_cpu_seconds
-            + sum(monitor.callback_seconds or ())
-            + (scraper.seconds if scraper else 0)
+            monitor.worker_cpu_seconds + sum(monitor.callback_seconds or ()) + (scraper.seconds if scraper else 0)
         )
     return result
 
 
-def multiplex_work(
-    spark: Any, source: Path, streams: int, max_files: int
-) -> Callable[[Any, Any], dict[str, Any]]:
+def multiplex_work(spark: Any, source: Path, streams: int, max_files: int) -> Callable[[Any, Any], dict[str, Any]]:
     """The silver shape: `streams` queries read one Delta table (availableNow) and write their own
     Delta tables with the idempotent writer, pushing one table commit per batch to the monitor."""
-    from monitor.fleet import TableCommit
-    from pipeline.delta_connector.batch_writer import write_batch
-    from streamops.commit_metadata import BatchCommitInfo
+    from streamops.delta.commit_metadata import BatchCommitInfo
+    from streamops.monitor.fleet import TableCommit
+    from streamops.pipeline.delta_connector.batch_writer import write_batch
 
     def work(lake: Any, monitor: Any) -> dict[str, Any]:
         rows = [0] * streams
@@ -171,9 +167,9 @@ def multiplex_work(
 
 def pipeline_drain_work(spark: Any, landing: Path) -> Callable[[Any, Any], dict[str, Any]]:
     """The real bronze/silver pipeline draining a landing directory (`streamops run --until-idle`)."""
-    from pipeline.delta_connector.connector import connector_for
-    from pipeline.pipeline_events import MonitorEvents, Unmonitored
-    from pipeline.supervisor import PipelineSettings, Supervisor
+    from streamops.pipeline.delta_connector.connector import connector_for
+    from streamops.pipeline.pipeline_events import MonitorEvents, Unmonitored
+    from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
     def work(lake: Any, monitor: Any) -> dict[str, Any]:
         settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=1.0)
@@ -320,15 +316,11 @@ def multiplex_throughput(spark: Any, args: argparse.Namespace, scratch: Path) ->
 
 
 def pipeline_throughput(spark: Any, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    from pipeline.generator.run import generate
-    from pipeline.generator.settings import GeneratorSettings
+    from streamops.pipeline.generator.run import generate
+    from streamops.pipeline.generator.settings import GeneratorSettings
 
     landing = scratch / "landing"
-    generate(
-        GeneratorSettings(
-            out=landing, events=args.events, event_types=args.event_types, events_per_file=2_000
-        )
-    )
+    generate(GeneratorSettings(out=landing, events=args.events, event_types=args.event_types, events_per_file=2_000))
     work = pipeline_drain_work(spark, landing)
     return {"events": args.events, "event_types": args.event_types} | compare(
         spark, work, args.pipeline_rounds, scratch, "pipeline"
@@ -357,7 +349,7 @@ def _pyspark_bridge_listener(timings: deque[float]) -> Any:
         def onQueryStarted(self, event: Any) -> None: ...
 
         def onQueryProgress(self, event: Any) -> None:
-            event.progress.json
+            _ = event.progress.json  # what a listener that reads the event pays
 
         def onQueryTerminated(self, event: Any) -> None: ...
 
@@ -365,9 +357,7 @@ def _pyspark_bridge_listener(timings: deque[float]) -> Any:
         def _jlistener(self) -> Any:
             if not hasattr(self, "_bridge"):
                 jvm = SparkContext._jvm
-                self._bridge = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(
-                    TimedBridge(self)
-                )
+                self._bridge = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(TimedBridge(self))
             return self._bridge
 
     return Baseline()
@@ -392,7 +382,7 @@ def _run_rate_queries(spark: Any, streams: int, seconds: float, prefix: str) -> 
 
 
 def listener_callbacks(spark: Any, streams: int, seconds: float) -> dict[str, Any]:
-    from monitor.stream_monitor import StreamMonitor
+    from streamops.monitor.stream_monitor import StreamMonitor
 
     monitor = StreamMonitor(spark, None, time_callbacks=True).start()
     try:
@@ -431,9 +421,9 @@ def listener_callbacks(spark: Any, streams: int, seconds: float) -> dict[str, An
 
 
 def synthetic_fleet(streams: int, event_types: int) -> Any:
-    from monitor.fleet import Fleet, TableCommit
-    from monitor.progress_event import QueryProgress, QueryStarted
-    from monitor.source_backlog import SourceBacklog
+    from streamops.monitor.fleet import Fleet, TableCommit
+    from streamops.monitor.progress_event import QueryProgress, QueryStarted
+    from streamops.monitor.source_backlog import SourceBacklog
 
     template = json.loads(STATEFUL_FIXTURE.read_text())["progress"]
     fleet = Fleet()
@@ -470,16 +460,14 @@ def plain_gauges_like(registry_text: bytes) -> Any:
         labels = sorted({k for s in samples for k in s.labels})
         gauge = Gauge(name + "_plain", "x", labels, registry=registry)
         for sample in samples:
-            (gauge.labels(**{k: sample.labels.get(k, "") for k in labels}) if labels else gauge).set(
-                sample.value
-            )
+            (gauge.labels(**{k: sample.labels.get(k, "") for k in labels}) if labels else gauge).set(sample.value)
     return registry
 
 
 def scrape(streams: int, event_types: int, repeats: int) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from monitor.exporter import FleetCollector, serve_metrics
+    from streamops.monitor.exporter import FleetCollector, serve_metrics
 
     fleet = synthetic_fleet(streams, event_types)
     registry = CollectorRegistry()
@@ -515,10 +503,11 @@ def scrape(streams: int, event_types: int, repeats: int) -> dict[str, Any]:
 
 
 def status_command(streams: int, scratch: Path) -> dict[str, Any]:
-    from monitor.fleet_status import fleet_status
-    from monitor.progress_event import QueryProgress, QueryStarted
-    from monitor.progress_log import ProgressLog, row_of
     from streamops.lake_layout import LakeLayout
+    from streamops.monitor.fleet_status import fleet_status
+    from streamops.monitor.progress_event import QueryProgress, QueryStarted
+    from streamops.monitor.progress_log import ProgressLog
+    from streamops.monitor.progress_record import row_of
 
     lake = LakeLayout.at(scratch / "status-lake")
     template = json.loads(FIXTURE.read_text())["progress"]
@@ -541,9 +530,7 @@ def status_command(streams: int, scratch: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, default=4, help="multiplexed streams (silver shape)")
     parser.add_argument("--source-files", type=int, default=60)
     parser.add_argument("--rows-per-file", type=int, default=2_000)
@@ -573,7 +560,7 @@ def main() -> None:
             result["status_command"] = status_command(args.scrape_streams, Path(scratch))
         spark_parts = [part for part in parts if part in SPARK_PARTS]
         if spark_parts:
-            from pipeline.spark_session import build_spark
+            from streamops.pipeline.spark_session import build_spark
 
             spark = build_spark(master="local[2]")
             for part in spark_parts:

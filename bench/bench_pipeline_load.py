@@ -39,16 +39,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine
 
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.lake_summary import summarize_lake
-from pipeline.pipeline_events import Unmonitored
-from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
-from pipeline.silver.silver_stream import SilverSettings
-from pipeline.spark_session import build_spark
-from pipeline.supervisor import PipelineSettings, Supervisor
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.delta_log import DeltaLog
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.log import DeltaLog
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.lake_summary import summarize_lake
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 
 def latencies(lake: LakeLayout, since: float | None = None) -> list[float]:
@@ -95,14 +95,24 @@ def wait_until_accounted(lake: LakeLayout, events: int, timeout: float) -> float
 
 
 def run_layout(
-    root: Path, layout: str, rate: int, duration: int, drain: int, trigger: float, event_types: int, types_per_group: int
+    root: Path,
+    layout: str,
+    rate: int,
+    duration: int,
+    drain: int,
+    trigger: float,
+    event_types: int,
+    types_per_group: int,
 ) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
     spark = build_spark()
     types_per_group = 1 if layout == "per_type" else types_per_group
     settings = PipelineSettings(
-        lake=lake, landing=landing, trigger_seconds=trigger, bronze_max_files=1000,
+        lake=lake,
+        landing=landing,
+        trigger_seconds=trigger,
+        bronze_max_files=1000,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000),
     )
     supervisor = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
@@ -111,9 +121,24 @@ def run_layout(
     while "management" not in supervisor.supervised:
         time.sleep(0.5)
     generator = subprocess.Popen(
-        [sys.executable, "-m", "streamops", "generate", "--out", str(landing), "--events", str(rate * duration),
-         "--rate", str(rate), "--event-types", str(event_types), "--bad", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "streamops",
+            "generate",
+            "--out",
+            str(landing),
+            "--events",
+            str(rate * duration),
+            "--rate",
+            str(rate),
+            "--event-types",
+            str(event_types),
+            "--bad",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     started = time.time()
     with ProcessTreeSampler(interval=1.0, exclude={generator.pid}) as sampler:
@@ -172,16 +197,32 @@ def main() -> None:
     rates = [int(r) for r in args.rates.split(",")] if args.rates else [args.rate]
     with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
         results = [
-            run_layout(Path(scratch) / str(rate), layout, rate, args.duration, args.drain, args.trigger,
-                       args.event_types, args.types_per_group)
+            run_layout(
+                Path(scratch) / str(rate),
+                layout,
+                rate,
+                args.duration,
+                args.drain,
+                args.trigger,
+                args.event_types,
+                args.types_per_group,
+            )
             for rate in rates
             for layout in args.layouts.split(",")
         ]
-    report = {"benchmark": "pipeline_load", "machine": info, "rates": rates,
-              "duration_seconds": args.duration, "trigger_seconds": args.trigger, "results": results}
+    report = {
+        "benchmark": "pipeline_load",
+        "machine": info,
+        "rates": rates,
+        "duration_seconds": args.duration,
+        "trigger_seconds": args.trigger,
+        "results": results,
+    }
     if args.rates:
-        report.update(freshness_goal_seconds=args.freshness_goal,
-                      highest_sustained_rate=highest_sustained(results, args.trigger, args.freshness_goal))
+        report.update(
+            freshness_goal_seconds=args.freshness_goal,
+            highest_sustained_rate=highest_sustained(results, args.trigger, args.freshness_goal),
+        )
     print(json.dumps(report, indent=2))
 
 

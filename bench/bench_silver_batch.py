@@ -26,24 +26,26 @@ from pathlib import Path
 
 from bench_support import cpu_seconds_by_role, machine
 
-from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.pipeline_events import Unmonitored
-from pipeline.registry.schema_registry import SchemaRegistry
-from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
-from pipeline.spark_session import build_spark
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
+from streamops.pipeline.spark_session import build_spark
 
 
 def bronze_lake(spark, root: Path, events: int, event_types: int) -> LakeLayout:
     generate(GeneratorSettings(out=root / "landing", events=events, event_types=event_types))
     lake = LakeLayout.at(root / "lake")
     writer = BronzeBatchWriter(lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored())
-    start_bronze(spark, lake, BronzeSettings(root / "landing", max_files_per_trigger=1000, available_now=True), writer).awaitTermination()
+    start_bronze(
+        spark, lake, BronzeSettings(root / "landing", max_files_per_trigger=1000, available_now=True), writer
+    ).awaitTermination()
     return lake
 
 
@@ -68,7 +70,11 @@ def measured(write, batches: int) -> dict:
             walls.append(wall)
             cpus.append({role: after[role] - before[role] for role in after})
     cpu = {role: round(sum(c[role] for c in cpus) / len(cpus), 3) for role in cpus[0]}
-    return {"seconds": round(sum(walls) / len(walls), 3), "cpu_seconds": cpu, "cpu_seconds_total": round(sum(cpu.values()), 3)}
+    return {
+        "seconds": round(sum(walls) / len(walls), 3),
+        "cpu_seconds": cpu,
+        "cpu_seconds_total": round(sum(cpu.values()), 3),
+    }
 
 
 def silver_batch(writer: SilverGroupWriter, bronze, batches: int) -> dict:
@@ -119,23 +125,38 @@ def main() -> None:
             bronze.unpersist()
             tables = sum(g["silver"]["tables"] for g in groups)
             extra = sum(g["silver"]["cpu_seconds_total"] - g["baseline_one_table"]["cpu_seconds_total"] for g in groups)
-            sizes.append({
-                "rows_per_type": cap,
-                "groups": groups,
-                "silver_cpu_ms_per_table_over_baseline": round(1000 * extra / tables, 1),
-            })
+            sizes.append(
+                {
+                    "rows_per_type": cap,
+                    "groups": groups,
+                    "silver_cpu_ms_per_table_over_baseline": round(1000 * extra / tables, 1),
+                }
+            )
     spark.stop()
-    print(json.dumps({"benchmark": "silver_batch", "machine": info, "events": args.events, "event_types": args.event_types,
-                      "batches_measured": args.batches - 1, "sizes": sizes}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "silver_batch",
+                "machine": info,
+                "events": args.events,
+                "event_types": args.event_types,
+                "batches_measured": args.batches - 1,
+                "sizes": sizes,
+            },
+            indent=2,
+        )
+    )
 
 
 def _groups(lake: LakeLayout) -> list[str]:
-    from pipeline.registry.event_groups import EventGroupsReader, resolve_groups
-    from pipeline.registry.schema_registry import RegistryReader
+    from streamops.pipeline.registry.event_groups import EventGroupsReader, resolve_groups
+    from streamops.pipeline.registry.schema_registry import RegistryReader
 
     _, registry = RegistryReader(lake.schema_registry).read()
     recorded = EventGroupsReader(lake.event_groups).read()
-    return sorted(set(resolve_groups(recorded.by_type, registry.type_order(), SilverSettings().types_per_group).values()))
+    return sorted(
+        set(resolve_groups(recorded.by_type, registry.type_order(), SilverSettings().types_per_group).values())
+    )
 
 
 if __name__ == "__main__":

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
+
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+
+
+def test_helpers() -> None:
+    """Make the test suite's server helpers (a standalone Spark cluster, Spark's event log)
+    importable: they are not part of the installed package."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
 
 
 def machine() -> dict:
@@ -60,7 +71,7 @@ class ProcessTreeSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._known: dict[int, psutil.Process] = {}
 
-    def __enter__(self) -> "ProcessTreeSampler":
+    def __enter__(self) -> ProcessTreeSampler:
         self._thread.start()
         return self
 

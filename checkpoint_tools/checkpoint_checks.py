@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from checkpoint_tools.doctor_context import DoctorContext
-from checkpoint_tools.findings import Finding
+from streamops.checkpoint.offset_log import KEYED_OFFSET_LOG_VERSION, kafka_regressions, offset_position
+from streamops.checkpoint_tools.doctor_context import DoctorContext
+from streamops.checkpoint_tools.findings import Finding
 from streamops.exceptions import StreamopsError
-from streamops.offset_log import KEYED_OFFSET_LOG_VERSION, kafka_regressions, offset_position
 
 RESTART_BREAKING_PROBLEMS = ("empty", "truncated", "corrupt", "crc_mismatch", "unreadable")
 
@@ -43,11 +43,9 @@ def check_metadata(ctx: DoctorContext) -> list[Finding]:
     if problem is None:
         return []
     has_batches = bool(ckpt.offsets_listing.files)
-    recorded = sorted(
-        {c.query_id for commits in ctx.recent_sink_commits.values() for c in commits if c.query_id}
-    )
+    recorded = sorted({c.query_id for commits in ctx.recent_sink_commits.values() for c in commits if c.query_id})
     restore = (
-        f"write {{\"id\":\"{recorded[0]}\"}} (the query id the sink commits record) to `{problem.path}`"
+        f'write {{"id":"{recorded[0]}"}} (the query id the sink commits record) to `{problem.path}`'
         if len(recorded) == 1
         else f"restore `{problem.path}` from a backup of the checkpoint"
     )
@@ -69,7 +67,10 @@ def check_log_files(ctx: DoctorContext) -> list[Finding]:
     ckpt = ctx.checkpoint
     restart_reads = set()
     if ckpt.latest_planned is not None:
-        restart_reads |= {ckpt.offsets_listing.get(ckpt.latest_planned), ckpt.offsets_listing.get(ckpt.latest_planned - 1)}
+        restart_reads |= {
+            ckpt.offsets_listing.get(ckpt.latest_planned),
+            ckpt.offsets_listing.get(ckpt.latest_planned - 1),
+        }
     if ckpt.latest_committed is not None:
         restart_reads.add(ckpt.commits_listing.get(ckpt.latest_committed))
     read_paths = {f.path for f in restart_reads if f is not None}
@@ -186,7 +187,8 @@ def check_batch_gaps(ctx: DoctorContext) -> list[Finding]:
                 f"offsets/ lacks batch(es) {id_ranges(missing_offsets)}"
                 + (f"; a restart needs offsets/{latest - 1} as the start of batch {latest}" if fatal else ""),
                 "Restore the missing files from a backup of the checkpoint"
-                + (f", or rewind to batch {latest - 1} to plan it again" if fatal else "") + ".",
+                + (f", or rewind to batch {latest - 1} to plan it again" if fatal else "")
+                + ".",
                 missing_offsets=missing_offsets,
             )
         )
@@ -277,8 +279,15 @@ def check_conf_changes(ctx: DoctorContext) -> list[Finding]:
     recorded = latest.metadata.conf.get(SHUFFLE_PARTITIONS) if latest and latest.metadata else None
     on_disk = ckpt.state.partitions
     if ckpt.state.present and recorded and recorded.isdigit() and on_disk and int(recorded) != on_disk:
-        changes.append({"batch_id": ckpt.latest_planned, "key": SHUFFLE_PARTITIONS,
-                        "before": str(on_disk), "after": recorded, "source": "state store partitions on disk"})
+        changes.append(
+            {
+                "batch_id": ckpt.latest_planned,
+                "key": SHUFFLE_PARTITIONS,
+                "before": str(on_disk),
+                "after": recorded,
+                "source": "state store partitions on disk",
+            }
+        )
     if not changes:
         return []
     breaking = [c for c in changes if ckpt.state.present and c["key"] in STATE_CONFS]
@@ -287,8 +296,11 @@ def check_conf_changes(ctx: DoctorContext) -> list[Finding]:
             "conf_changed",
             "error" if breaking else "warning",
             f"{len(changes)} conf value(s) recorded in the offset log changed between batches"
-            + (f", {len(breaking)} of them used to read the state store: a restart cannot restore state"
-               if breaking else "; Spark never changes these itself, so the offset log was edited"),
+            + (
+                f", {len(breaking)} of them used to read the state store: a restart cannot restore state"
+                if breaking
+                else "; Spark never changes these itself, so the offset log was edited"
+            ),
             "Put the values back as the earliest batch recorded them (edit the newest offsets file and "
             "delete its .crc sidecar, which no longer matches), or start the query on a new checkpoint.",
             changes=changes,
@@ -304,19 +316,29 @@ def check_concurrent_writers(ctx: DoctorContext) -> list[Finding]:
         offsets, commit = ckpt.offsets[batch_id], ckpt.commits.get(batch_id)
         if offsets.metadata and commit and offsets.metadata.batch_timestamp_ms > commit.file.mtime_ms + CLOCK_SLACK_MS:
             evidence.append(
-                {"batch_id": batch_id, "kind": "planned_after_commit",
-                 "detail": f"offsets/{batch_id} was planned at {offsets.metadata.batch_timestamp_ms}, "
-                           f"after commits/{batch_id} was written at {commit.file.mtime_ms}"}
+                {
+                    "batch_id": batch_id,
+                    "kind": "planned_after_commit",
+                    "detail": f"offsets/{batch_id} was planned at {offsets.metadata.batch_timestamp_ms}, "
+                    f"after commits/{batch_id} was written at {commit.file.mtime_ms}",
+                }
             )
     for before, after in pairwise(ids):
         if after != before + 1:
             continue
         first, second = ckpt.offsets[before], ckpt.offsets[after]
-        if first.metadata and second.metadata and second.metadata.batch_timestamp_ms < first.metadata.batch_timestamp_ms:
+        if (
+            first.metadata
+            and second.metadata
+            and second.metadata.batch_timestamp_ms < first.metadata.batch_timestamp_ms
+        ):
             evidence.append(
-                {"batch_id": after, "kind": "timestamp_backwards",
-                 "detail": f"batch {after} planned at {second.metadata.batch_timestamp_ms}, "
-                           f"before batch {before} ({first.metadata.batch_timestamp_ms})"}
+                {
+                    "batch_id": after,
+                    "kind": "timestamp_backwards",
+                    "detail": f"batch {after} planned at {second.metadata.batch_timestamp_ms}, "
+                    f"before batch {before} ({first.metadata.batch_timestamp_ms})",
+                }
             )
         for slot, (old, new) in enumerate(zip(first.sources, second.sources)):
             old_pos, new_pos = offset_position(old), offset_position(new)
@@ -324,10 +346,14 @@ def check_concurrent_writers(ctx: DoctorContext) -> list[Finding]:
             kafka = kafka_regressions(old, new)
             if regressed or kafka:
                 evidence.append(
-                    {"batch_id": after, "kind": "offset_backwards", "source": slot,
-                     "detail": f"source {slot} ends at {new.raw} in batch {after}, "
-                               f"before where batch {before} ended ({old.raw})",
-                     **({"partitions": {k: list(v) for k, v in kafka.items()}} if kafka else {})}
+                    {
+                        "batch_id": after,
+                        "kind": "offset_backwards",
+                        "source": slot,
+                        "detail": f"source {slot} ends at {new.raw} in batch {after}, "
+                        f"before where batch {before} ended ({old.raw})",
+                        **({"partitions": {k: list(v) for k, v in kafka.items()}} if kafka else {}),
+                    }
                 )
     if not evidence:
         return []

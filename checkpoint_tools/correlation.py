@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
-from checkpoint_tools.sink_index import SinkTableIndex
-from checkpoint_tools.source_table import SourceTable, delta_source_slot, reservoir_id
-from streamops.checkpoint_reader import Batch, Checkpoint, read_checkpoint
-from streamops.delta_log import DeltaLog
+from streamops.checkpoint.file_source_log import FileSourceLog
+from streamops.checkpoint.reader import Batch, Checkpoint, read_checkpoint
+from streamops.checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
+from streamops.checkpoint_tools.sink_index import SinkTableIndex
+from streamops.checkpoint_tools.source_table import SourceTable, delta_source_slot, reservoir_id
+from streamops.delta.log import DeltaLog
 from streamops.exceptions import StreamopsError
-from streamops.file_source_log import FileSourceLog
-from streamops.lake_layout import LakeLayout
+from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.storage.location import Location, LocationLike
 
 
@@ -147,7 +147,7 @@ def correlate(
     checkpoint: LocationLike | Checkpoint,
     source_table: LocationLike | None = None,
     sink_tables: Sequence[LocationLike] = (),
-    lake: LakeLayout | None = None,
+    lake: LakeLike | None = None,
     sink_index: SinkTableIndex | None = None,
     last_batches: int | None = None,
     stream: str | None = None,
@@ -158,6 +158,7 @@ def correlate(
     table holding a txn of this stream (pass a long-lived `sink_index` to reuse its cache).
     `stream` is the appId the sink commits carry; it defaults to the checkpoint directory's name.
     """
+    lake = None if lake is None else LakeLayout.at(lake)
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else read_checkpoint(checkpoint, last_batches)
     identity = StreamIdentity(stream or ckpt.stream, ckpt.query_id)
     source_path, sink_paths = resolve_tables(identity, source_table, sink_tables, lake, sink_index, reservoir_id(ckpt))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from checkpoint_tools.doctor_context import DoctorContext
-from checkpoint_tools.findings import Finding
-from checkpoint_tools.source_table import delta_end
+from streamops.checkpoint_tools.doctor_context import DoctorContext
+from streamops.checkpoint_tools.findings import Finding
+from streamops.checkpoint_tools.source_table import delta_end
 from streamops.exceptions import StreamopsError, VersionNotInLogError
 
 MAX_LISTED_FILES = 10
@@ -98,7 +98,11 @@ def check_vacuumed_files(ctx: DoctorContext) -> list[Finding]:
             "error",
             f"{len(missing)} data file(s) of source version(s) {versions[0]}..{versions[-1]} that the "
             "stream has not read yet were deleted (VACUUM)"
-            + (f"; batch {uncommitted} and later batches will fail" if uncommitted is not None else "; restart will fail"),
+            + (
+                f"; batch {uncommitted} and later batches will fail"
+                if uncommitted is not None
+                else "; restart will fail"
+            ),
             "The stream lagged more than delta.deletedFileRetentionDuration behind a compaction + VACUUM. "
             f"Start a new checkpoint with startingVersion={versions[-1] + 1} and back-fill the lost "
             "range from the table's current files; keep deletedFileRetentionDuration above the longest "

@@ -19,24 +19,24 @@ from typing import Any
 
 from deltalake.exceptions import DeltaError
 
-from checkpoint_tools.checkpoint_checks import CHECKPOINT_CHECKS
-from checkpoint_tools.correlation import resolve_tables
-from checkpoint_tools.source_table import reservoir_id
-from checkpoint_tools.delta_checks import DELTA_CHECKS
-from checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
-from checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
-from checkpoint_tools.sink_commits import StreamIdentity
-from checkpoint_tools.sink_index import SinkTableIndex
-from checkpoint_tools.state_checks import STATE_CHECKS
-from checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
-from streamops.checkpoint_reader import (
+from streamops.checkpoint.reader import (
     Checkpoint,
     read_checkpoint,
     read_query_id,
 )
-from streamops.delta_log import DeltaLog
+from streamops.checkpoint_tools.checkpoint_checks import CHECKPOINT_CHECKS
+from streamops.checkpoint_tools.correlation import resolve_tables
+from streamops.checkpoint_tools.delta_checks import DELTA_CHECKS
+from streamops.checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
+from streamops.checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
+from streamops.checkpoint_tools.sink_commits import StreamIdentity
+from streamops.checkpoint_tools.sink_index import SinkTableIndex
+from streamops.checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
+from streamops.checkpoint_tools.source_table import reservoir_id
+from streamops.checkpoint_tools.state_checks import STATE_CHECKS
+from streamops.delta.log import DeltaLog
 from streamops.exceptions import CheckpointNotFoundError, StreamopsError
-from streamops.lake_layout import LakeLayout, LakeNotFoundError
+from streamops.lake_layout import LakeLayout, LakeLike, LakeNotFoundError
 from streamops.storage.errors import StorageError
 from streamops.storage.location import Location, LocationLike
 
@@ -145,11 +145,12 @@ def checkpoint_targets(
     checkpoints: Sequence[LocationLike],
     source_table: LocationLike | None = None,
     sink_tables: Sequence[LocationLike] = (),
-    lake: LakeLayout | None = None,
+    lake: LakeLike | None = None,
     stream: str | None = None,
     index: SinkTableIndex | None = None,
 ) -> list[DoctorTarget]:
     """Targets for checkpoints; tables not given come from the lake (layout, then txn owners)."""
+    lake = None if lake is None else LakeLayout.at(lake)
     if lake is not None and index is None:
         index = SinkTableIndex(lake)
     targets = []
@@ -173,13 +174,14 @@ def _newest_reservoir_id(checkpoint: Location) -> str | None:
 
 
 def diagnose_lake(
-    lake: LakeLayout,
+    lake: LakeLike,
     settings: DoctorSettings | None = None,
     index: SinkTableIndex | None = None,
 ) -> list[Diagnosis]:
     """Diagnose every stream of a lake. Keep `index` between calls to reuse its table cache.
 
     A lake that does not exist or has no checkpoint is an error, not a healthy empty fleet."""
+    lake = LakeLayout.at(lake)
     checkpoints = lake.require().checkpoint_dirs()
     if not checkpoints:
         raise LakeNotFoundError(

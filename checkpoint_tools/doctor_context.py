@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from checkpoint_tools.findings import Finding, FindingCode, Severity
-from checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
-from checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot, processed_position
-from streamops.backlog import Backlog, delta_backlog
-from streamops.checkpoint_reader import Checkpoint
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaSourceOffset, IndexedFile
+from streamops.checkpoint.reader import Checkpoint
+from streamops.checkpoint_tools.findings import Finding, FindingCode, Severity
+from streamops.checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
+from streamops.checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot, processed_position
+from streamops.delta.backlog import Backlog, delta_backlog
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaSourceOffset, IndexedFile
 from streamops.exceptions import VersionNotInLogError
 from streamops.storage.location import Location
 
@@ -51,9 +51,7 @@ class DoctorContext:
         self.settings = settings
         self.now = settings.now if settings.now is not None else time.time()
 
-    def finding(
-        self, code: FindingCode, severity: Severity, message: str, fix: str, **evidence: Any
-    ) -> Finding:
+    def finding(self, code: FindingCode, severity: Severity, message: str, fix: str, **evidence: Any) -> Finding:
         return Finding(code, severity, self.stream, message, fix, evidence)
 
     @cached_property

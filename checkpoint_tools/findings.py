@@ -1,7 +1,7 @@
 """What the doctor reports: one `Finding` per problem, with severity, evidence and a fix.
 
-The catalog below is the single list of finding codes: the doctor may only emit these, the
-README documents these, and tests check both.
+The catalog below is the single list of finding codes: the doctor may only emit these, and
+tests check that it does and that the docs explain each.
 """
 
 from __future__ import annotations
@@ -55,64 +55,120 @@ class FindingKind:
 CATALOG: dict[str, FindingKind] = {
     kind.code: kind
     for kind in (
-        FindingKind("missing_metadata", ("warning", "error"),
-                    "`metadata` (the query id) is missing or unreadable; Spark would start under a new id"),
-        FindingKind("corrupt_log_file", ("warning", "error"),
-                    "an offsets/commits/sources file is empty, truncated, not JSON or fails its .crc; "
-                    "error when a restart reads it"),
-        FindingKind("unknown_log_version", ("warning",),
-                    "a log file was written in a format version these tools do not know (newer Spark)"),
-        FindingKind("stale_temp_file", ("info",),
-                    "a hidden temporary file a writer left behind when it died mid-write"),
-        FindingKind("batch_gap", ("warning", "error"),
-                    "batch ids missing from offsets/ or commits/; error when a restart needs the missing file"),
-        FindingKind("uncommitted_batch", ("info", "warning"),
-                    "the last batch was planned but not committed: a restart replays it with the same "
-                    "offsets; info while it is younger than the stall threshold (probably running)"),
-        FindingKind("conf_changed", ("warning", "error"),
-                    "a Spark conf recorded in the offset log differs between batches; error when it "
-                    "breaks restoring state"),
-        FindingKind("concurrent_writers", ("error",),
-                    "evidence that two runs wrote this checkpoint: a batch re-planned after it was "
-                    "committed, batch timestamps or source offsets going backwards"),
-        FindingKind("file_source_log_behind", ("error",),
-                    "offsets reference a file-source log batch that sources/<id> does not hold"),
-        FindingKind("state_missing", ("error",),
-                    "a state version the restart must load is incomplete in some partition or store "
-                    "(the exact missing file is named)"),
-        FindingKind("state_out_of_step", ("info",),
-                    "state stores of one operator end at different versions (a batch died mid-write)"),
-        FindingKind("state_orphaned_versions", ("warning",),
-                    "state versions newer than any batch the offset log planned"),
-        FindingKind("state_partitions_mismatch", ("error",),
-                    "fewer or more state partition directories than the operator's metadata declares"),
-        FindingKind("state_schema_missing", ("info",),
-                    "a stateful operator without a state schema file (written by Spark 3.0+)"),
+        FindingKind(
+            "missing_metadata",
+            ("warning", "error"),
+            "`metadata` (the query id) is missing or unreadable; Spark would start under a new id",
+        ),
+        FindingKind(
+            "corrupt_log_file",
+            ("warning", "error"),
+            "an offsets/commits/sources file is empty, truncated, not JSON or fails its .crc; "
+            "error when a restart reads it",
+        ),
+        FindingKind(
+            "unknown_log_version",
+            ("warning",),
+            "a log file was written in a format version these tools do not know (newer Spark)",
+        ),
+        FindingKind(
+            "stale_temp_file", ("info",), "a hidden temporary file a writer left behind when it died mid-write"
+        ),
+        FindingKind(
+            "batch_gap",
+            ("warning", "error"),
+            "batch ids missing from offsets/ or commits/; error when a restart needs the missing file",
+        ),
+        FindingKind(
+            "uncommitted_batch",
+            ("info", "warning"),
+            "the last batch was planned but not committed: a restart replays it with the same "
+            "offsets; info while it is younger than the stall threshold (probably running)",
+        ),
+        FindingKind(
+            "conf_changed",
+            ("warning", "error"),
+            "a Spark conf recorded in the offset log differs between batches; error when it breaks restoring state",
+        ),
+        FindingKind(
+            "concurrent_writers",
+            ("error",),
+            "evidence that two runs wrote this checkpoint: a batch re-planned after it was "
+            "committed, batch timestamps or source offsets going backwards",
+        ),
+        FindingKind(
+            "file_source_log_behind",
+            ("error",),
+            "offsets reference a file-source log batch that sources/<id> does not hold",
+        ),
+        FindingKind(
+            "state_missing",
+            ("error",),
+            "a state version the restart must load is incomplete in some partition or store "
+            "(the exact missing file is named)",
+        ),
+        FindingKind(
+            "state_out_of_step",
+            ("info",),
+            "state stores of one operator end at different versions (a batch died mid-write)",
+        ),
+        FindingKind(
+            "state_orphaned_versions", ("warning",), "state versions newer than any batch the offset log planned"
+        ),
+        FindingKind(
+            "state_partitions_mismatch",
+            ("error",),
+            "fewer or more state partition directories than the operator's metadata declares",
+        ),
+        FindingKind(
+            "state_schema_missing", ("info",), "a stateful operator without a state schema file (written by Spark 3.0+)"
+        ),
         FindingKind("source_table_missing", ("error",), "the Delta table the stream reads does not exist"),
-        FindingKind("source_table_replaced", ("error",),
-                    "the source path holds a different table (reservoirId != table id)"),
-        FindingKind("source_version_cleaned_up", ("error",),
-                    "the stream needs a source version that log cleanup removed; restart will fail"),
-        FindingKind("source_files_vacuumed", ("error",),
-                    "data files a pending batch must read were removed by VACUUM; restart will fail"),
-        FindingKind("backlog", ("info", "warning"),
-                    "source data not yet processed, in versions, files, bytes and seconds"),
-        FindingKind("retention_headroom", ("warning",),
-                    "the oldest unread source data is within --retention-warning-seconds (or past) of "
-                    "the table's deletedFileRetentionDuration / logRetentionDuration"),
-        FindingKind("unread_change_commits", ("warning",),
-                    "unread source commits that delete, rewrite or change the schema: the stream fails "
-                    "there unless skipChangeCommits/ignoreDeletes/ignoreChanges say otherwise"),
-        FindingKind("stalled", ("warning",),
-                    "no batch committed since the source advanced, for longer than the stall threshold"),
-        FindingKind("sink_txn_ahead", ("error",),
-                    "a sink holds batches the checkpoint has not planned: they will be skipped on replay"),
-        FindingKind("sink_txn_behind", ("warning",),
-                    "committed batches that read data never reached a sink"),
-        FindingKind("sink_written_by_other_query", ("error",),
-                    "the stream's sink commits carry another query id: two checkpoints share one appId"),
-        FindingKind("duplicate_sink_commit", ("error",),
-                    "one batch produced two sink commits: its rows are duplicated"),
+        FindingKind(
+            "source_table_replaced", ("error",), "the source path holds a different table (reservoirId != table id)"
+        ),
+        FindingKind(
+            "source_version_cleaned_up",
+            ("error",),
+            "the stream needs a source version that log cleanup removed; restart will fail",
+        ),
+        FindingKind(
+            "source_files_vacuumed",
+            ("error",),
+            "data files a pending batch must read were removed by VACUUM; restart will fail",
+        ),
+        FindingKind(
+            "backlog", ("info", "warning"), "source data not yet processed, in versions, files, bytes and seconds"
+        ),
+        FindingKind(
+            "retention_headroom",
+            ("warning",),
+            "the oldest unread source data is within --retention-warning-seconds (or past) of "
+            "the table's deletedFileRetentionDuration / logRetentionDuration",
+        ),
+        FindingKind(
+            "unread_change_commits",
+            ("warning",),
+            "unread source commits that delete, rewrite or change the schema: the stream fails "
+            "there unless skipChangeCommits/ignoreDeletes/ignoreChanges say otherwise",
+        ),
+        FindingKind(
+            "stalled", ("warning",), "no batch committed since the source advanced, for longer than the stall threshold"
+        ),
+        FindingKind(
+            "sink_txn_ahead",
+            ("error",),
+            "a sink holds batches the checkpoint has not planned: they will be skipped on replay",
+        ),
+        FindingKind("sink_txn_behind", ("warning",), "committed batches that read data never reached a sink"),
+        FindingKind(
+            "sink_written_by_other_query",
+            ("error",),
+            "the stream's sink commits carry another query id: two checkpoints share one appId",
+        ),
+        FindingKind(
+            "duplicate_sink_commit", ("error",), "one batch produced two sink commits: its rows are duplicated"
+        ),
         FindingKind("check_failed", ("warning",), "a check could not run (the evidence says why)"),
     )
 }

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkpoint_tools.state_report import describe_state
-from streamops.checkpoint_reader import (
+from streamops.checkpoint.reader import (
     Batch,
     Checkpoint,
     SourceLogInfo,
     read_checkpoint,
 )
+from streamops.checkpoint_tools.state_report import describe_state
 from streamops.exceptions import NotAFileSourceLogError
 from streamops.storage.location import LocationLike
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from checkpoint_tools.stream_safe_optimize import TableOptimize
-from checkpoint_tools.stream_safe_vacuum import TableVacuum
-from streamops.cli_support import format_table
+from streamops.checkpoint_tools.stream_safe_optimize import TableOptimize
+from streamops.checkpoint_tools.stream_safe_vacuum import TableVacuum
+from streamops.plain_text import format_table
 
 
 def vacuum_text(results: Sequence[TableVacuum]) -> str:
@@ -26,11 +26,17 @@ def vacuum_text(results: Sequence[TableVacuum]) -> str:
         if result.refused:
             lines.append(f"{result.table}: not vacuumed: {result.refused}")
         elif not result.readers:
-            lines.append(f"{result.table}: no stream protected it (no known checkpoint reads it); normal retention only")
+            lines.append(
+                f"{result.table}: no stream protected it (no known checkpoint reads it); normal retention only"
+            )
         else:
             for protection in result.protections:
                 read = protection.read
-                what = f"the snapshot at version {read.needed_version} and later versions" if read.needs_snapshot else f"version {read.needed_version} and later"
+                what = (
+                    f"the snapshot at version {read.needed_version} and later versions"
+                    if read.needs_snapshot
+                    else f"version {read.needed_version} and later"
+                )
                 lines.append(
                     f"{result.table}: kept {protection.files_kept} file(s) for stream `{read.stream}` "
                     f"(checkpoint {read.checkpoint}), which still reads {what}"
@@ -61,5 +67,7 @@ def optimize_text(results: Sequence[TableOptimize]) -> str:
                 "(streams reading it must then restart from a new checkpoint)"
             )
         elif streams:
-            lines.append(f"{result.table}: read by {streams}: the compaction commit changes no data (dataChange=false), so they skip it")
+            lines.append(
+                f"{result.table}: read by {streams}: the compaction commit changes no data (dataChange=false), so they skip it"
+            )
     return "\n".join(lines).rstrip()

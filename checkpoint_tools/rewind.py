@@ -1,6 +1,6 @@
 """Rewind a checkpoint so the next run plans again from batch N.
 
-Semantics (also in the README):
+Semantics:
 - `offsets/N..` and `commits/N..` are removed, so batch N-1 is the latest planned and committed
   batch and the next run plans batch N from batch N-1's end offset, with the options and limits
   of that run. Rewinding to 0 removes every batch: the source picks its start again (a Delta
@@ -47,19 +47,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from checkpoint_tools.correlation import BatchCorrelation, correlate
-from checkpoint_tools.checkpoint_checks import id_ranges
-from checkpoint_tools.exceptions import RewindError
-from checkpoint_tools.sink_commits import StreamIdentity
-from checkpoint_tools.state_report import restorable_batches, state_pins
-from streamops.checkpoint_reader import COMMITS_DIR, Checkpoint, read_checkpoint
-from streamops.delta_log import DeltaLog
-from streamops.file_source_log import (
+from streamops.checkpoint.file_source_log import (
     scan_file_source_log,
     truncate_file_source_log,
 )
-from streamops.lake_layout import LakeLayout
-from streamops.metadata_log import remove_log_file
+from streamops.checkpoint.metadata_log import remove_log_file
+from streamops.checkpoint.reader import COMMITS_DIR, Checkpoint, read_checkpoint
+from streamops.checkpoint_tools.checkpoint_checks import id_ranges
+from streamops.checkpoint_tools.correlation import BatchCorrelation, correlate
+from streamops.checkpoint_tools.exceptions import RewindError
+from streamops.checkpoint_tools.sink_commits import StreamIdentity
+from streamops.checkpoint_tools.state_report import restorable_batches, state_pins
+from streamops.delta.log import DeltaLog
+from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.storage.errors import ConditionalWriteUnsupportedError
 from streamops.storage.location import Location, LocationLike
 
@@ -156,18 +156,17 @@ def plan_rewind(
     to_batch: int,
     source_table: LocationLike | None = None,
     sink_tables: Sequence[LocationLike] = (),
-    lake: LakeLayout | None = None,
+    lake: LakeLike | None = None,
     stream: str | None = None,
     now: float | None = None,
 ) -> RewindPlan:
     """Work out what rewinding to `to_batch` removes and what the next run will replay."""
+    lake = None if lake is None else LakeLayout.at(lake)
     ckpt = read_checkpoint(checkpoint)
     latest = ckpt.latest_planned
     if latest is None:
         raise RewindError(f"`{ckpt.path}` has no planned batch: there is nothing to rewind")
-    out_of_range = RewindError(
-        f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)"
-    )
+    out_of_range = RewindError(f"--to-batch must be between 0 and {latest} (the latest planned batch of `{ckpt.path}`)")
     if to_batch < 0 or to_batch > latest + 1:
         raise out_of_range
     state_remove = _state_to_remove(ckpt, to_batch)
@@ -197,8 +196,10 @@ def plan_rewind(
         raise out_of_range
     correlation = correlate(ckpt, source_table, sink_tables, lake, stream=name)
     replayed = tuple(b for b in correlation.batches if b.batch.batch_id >= to_batch)
-    sinks = tuple(_sink_effect(t, StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)
-                  for t in correlation.sink_tables)
+    sinks = tuple(
+        _sink_effect(t, StreamIdentity(name, ckpt.query_id), to_batch, latest, replayed)
+        for t in correlation.sink_tables
+    )
     warnings = _warnings(ckpt, to_batch, sinks, now)
     return RewindPlan(
         checkpoint=ckpt.path,
@@ -242,8 +243,7 @@ def apply_rewind(plan: RewindPlan, backup_root: LocationLike | None = None) -> R
 def _back_up(plan: RewindPlan, backup: Location) -> None:
     if not backup.same_store(plan.checkpoint):
         raise RewindError(
-            f"the backup `{backup}` must be on the same store as `{plan.checkpoint}`: "
-            "choose a --backup-dir there"
+            f"the backup `{backup}` must be on the same store as `{plan.checkpoint}`: choose a --backup-dir there"
         )
     plan.checkpoint.copy_tree(backup)
     manifest = {"checkpoint": str(plan.checkpoint), "to_batch": plan.to_batch, "remove": [str(p) for p in plan.remove]}
@@ -289,9 +289,7 @@ def _file_log_cut(previous_sources: tuple, source_id: str, to_batch: int) -> int
     if to_batch == 0:
         return 0
     if not source_id.isdigit() or int(source_id) >= len(previous_sources):
-        raise RewindError(
-            f"cannot tell which offsets line belongs to file source `{source_id}`; rewind is not safe"
-        )
+        raise RewindError(f"cannot tell which offsets line belongs to file source `{source_id}`; rewind is not safe")
     offset = previous_sources[int(source_id)]
     if offset.kind == "none":
         return 0
@@ -320,9 +318,7 @@ def _warnings(ckpt: Checkpoint, to_batch: int, sinks: tuple[SinkEffect, ...], no
     newest = max((f.mtime_ms / 1000.0 for f in files), default=0.0)
     age = (time.time() if now is None else now) - newest
     if age < RECENT_WRITE_SECONDS:
-        warnings.append(
-            f"the checkpoint was written {age:.0f}s ago: make sure the query is stopped before applying"
-        )
+        warnings.append(f"the checkpoint was written {age:.0f}s ago: make sure the query is stopped before applying")
     if to_batch == 0:
         warnings.append(
             "rewinding to batch 0 makes each source choose its start again (a Delta source without "

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import orjson
 
-from streamops.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
-from streamops.delta_log import Commit, DeltaLog
+from streamops.delta.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
+from streamops.delta.log import Commit, DeltaLog
 from streamops.exceptions import StreamopsError
 from streamops.storage.location import Location
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from deltalake.exceptions import DeltaError
 
-from checkpoint_tools.exceptions import CheckpointToolsError
-from streamops.delta_log import DeltaLog
+from streamops.checkpoint_tools.exceptions import CheckpointToolsError
+from streamops.delta.log import DeltaLog
 from streamops.exceptions import TableNotFoundError
 from streamops.lake_layout import LakeLayout
 from streamops.storage.location import Location
@@ -70,4 +70,3 @@ class SinkTableIndex:
         if not self._loaded:
             self.refresh()
         return self._logs.get(table) or DeltaLog(table)
-

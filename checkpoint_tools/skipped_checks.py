@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkpoint_tools.doctor_context import DoctorContext
-from checkpoint_tools.source_table import delta_end
+from streamops.checkpoint_tools.doctor_context import DoctorContext
+from streamops.checkpoint_tools.source_table import delta_end
 
 
 @dataclass(frozen=True)
@@ -34,22 +34,28 @@ def skipped_checks(ctx: DoctorContext) -> tuple[SkippedCheck, ...]:
     if ctx.delta_slot is not None and ctx.source_path is None:
         latest = delta_end(ckpt, ckpt.latest_planned, ctx.delta_slot)
         table_id = f" (table id {latest.reservoir_id})" if latest is not None and latest.reservoir_id else ""
-        skipped.append(SkippedCheck(
-            SOURCE_CHECKS,
-            f"the checkpoint reads a Delta table{table_id} that was not given and the lake layout does "
-            "not name: pass --source-table",
-        ))
+        skipped.append(
+            SkippedCheck(
+                SOURCE_CHECKS,
+                f"the checkpoint reads a Delta table{table_id} that was not given and the lake layout does "
+                "not name: pass --source-table",
+            )
+        )
     if not ctx.sinks and ckpt.latest_committed is not None:
-        skipped.append(SkippedCheck(
-            SINK_CHECKS,
-            "no sink Delta table was given or found by the stream's txn id: pass --sink-table "
-            "(sinks that are not Delta tables cannot be checked)",
-        ))
+        skipped.append(
+            SkippedCheck(
+                SINK_CHECKS,
+                "no sink Delta table was given or found by the stream's txn id: pass --sink-table "
+                "(sinks that are not Delta tables cannot be checked)",
+            )
+        )
     kinds = sorted({o.kind for batch in ckpt.offsets.values() for o in batch.sources} & {"kafka", "unknown"})
     for kind in kinds:
         name = "Kafka" if kind == "kafka" else "unrecognised"
-        skipped.append(SkippedCheck(
-            BROKER_CHECKS.format(kind=name),
-            "the doctor reads files only and does not connect to brokers or services",
-        ))
+        skipped.append(
+            SkippedCheck(
+                BROKER_CHECKS.format(kind=name),
+                "the doctor reads files only and does not connect to brokers or services",
+            )
+        )
     return tuple(skipped)

@@ -12,9 +12,9 @@ from functools import cached_property
 
 from deltalake.exceptions import DeltaError
 
-from streamops.checkpoint_reader import Checkpoint
-from streamops.delta_log import DeltaLog, LogRetention, data_file_path
-from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, IndexedFile
+from streamops.checkpoint.reader import Checkpoint
+from streamops.delta.log import DeltaLog, LogRetention, data_file_path
+from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, IndexedFile
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
 from streamops.storage.location import Location
 

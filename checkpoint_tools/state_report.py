@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamops.checkpoint_reader import Checkpoint
-from streamops.state_store import StateOperator, provider_from_conf, state_formats
+from streamops.checkpoint.reader import Checkpoint
+from streamops.checkpoint.state_store import StateOperator, provider_from_conf, state_formats
 
 
 def state_pins(ckpt: Checkpoint, batch_id: int) -> dict[str, Any]:

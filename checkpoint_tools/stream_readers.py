@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from checkpoint_tools.source_table import processed_position
-from streamops.checkpoint_reader import read_checkpoint
-from streamops.delta_offsets import DeltaSourceOffset
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.checkpoint_tools.source_table import processed_position
+from streamops.delta.source_offsets import DeltaSourceOffset
 from streamops.exceptions import StreamopsError
-from streamops.lake_layout import LakeLayout
-from streamops.storage.location import Location
+from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.storage.location import Location, LocationLike
 
 RECENT_BATCHES = 2
 """A reader's position is in its latest committed batch and the one planned after it."""
@@ -99,8 +99,9 @@ def read_positions(checkpoint: Location, stream: str | None = None) -> list[Stre
     return reads
 
 
-def find_readers(lake: LakeLayout | None, checkpoints: Iterable[Location] = ()) -> StreamReaders:
+def find_readers(lake: LakeLike | None, checkpoints: Iterable[LocationLike] = ()) -> StreamReaders:
     """The Delta reads of every checkpoint in the lake plus those named."""
+    lake = None if lake is None else LakeLayout.at(lake)
     candidates: dict[Location, tuple[Location, ...] | None] = {}
     if lake is not None:
         for path in lake.checkpoint_dirs():

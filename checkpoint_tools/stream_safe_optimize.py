@@ -24,9 +24,9 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import CommitProperties
 
-from checkpoint_tools.stream_readers import StreamRead, StreamReaders
-from streamops.commit_metadata import PREFIX
-from streamops.delta_log import Commit, DeltaLog
+from streamops.checkpoint_tools.stream_readers import StreamRead, StreamReaders
+from streamops.delta.commit_metadata import PREFIX
+from streamops.delta.log import Commit, DeltaLog
 from streamops.exceptions import StreamopsError, TableNotFoundError
 from streamops.storage.location import Location
 
@@ -156,8 +156,15 @@ def _done(
     planned: TableOptimize, version: int | None, removed: int, added: int, attempts: int, raced: tuple[int, ...]
 ) -> TableOptimize:
     return TableOptimize(
-        planned.table, False, planned.target_size, planned.live_files, planned.small_files, planned.readers,
-        version, removed, added, attempts, raced,
+        planned.table,
+        False,
+        planned.target_size,
+        planned.live_files,
+        planned.small_files,
+        planned.readers,
+        version,
+        removed,
+        added,
+        attempts,
+        raced,
     )
-
-

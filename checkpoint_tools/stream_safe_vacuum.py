@@ -29,11 +29,11 @@ from urllib.parse import unquote
 
 from deltalake.exceptions import DeltaError
 
-from checkpoint_tools.stream_readers import StreamRead, StreamReaders, find_readers
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaFileIndex
+from streamops.checkpoint_tools.stream_readers import StreamRead, StreamReaders, find_readers
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaFileIndex
 from streamops.exceptions import StreamopsError, VersionNotInLogError
-from streamops.lake_layout import LakeLayout
+from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.storage.location import Location, LocationLike
 
 VacuumMethod = Literal["delta-rs vacuum", "delta-rs dry run, streamops delete"]
@@ -88,7 +88,7 @@ class RetentionTooShortError(StreamopsError):
 
 def vacuum_tables(
     tables: Iterable[LocationLike],
-    lake: LakeLayout | None = None,
+    lake: LakeLike | None = None,
     checkpoints: Iterable[LocationLike] = (),
     retention_hours: int | None = None,
     dry_run: bool = True,
@@ -96,9 +96,7 @@ def vacuum_tables(
 ) -> list[TableVacuum]:
     """Vacuum each table, protecting what the lake's checkpoints and the named ones still need."""
     readers = find_readers(lake, [Location.of(c) for c in checkpoints])
-    return [
-        vacuum_table(Location.of(t), readers, retention_hours, dry_run, allow_short_retention) for t in tables
-    ]
+    return [vacuum_table(Location.of(t), readers, retention_hours, dry_run, allow_short_retention) for t in tables]
 
 
 def vacuum_table(
@@ -114,7 +112,9 @@ def vacuum_table(
     if blocking:
         first = blocking[0]
         return TableVacuum(
-            table, dry_run, refused=(
+            table,
+            dry_run,
+            refused=(
                 f"checkpoint `{first.checkpoint}` cannot be read ({first.reason}) and may read this table: "
                 "repair it (`streamops checkpoint doctor`) or remove it, then vacuum again"
             ),
@@ -128,9 +128,7 @@ def vacuum_table(
     except VersionNotInLogError as error:
         return TableVacuum(table, dry_run, hours, reads, refused=f"{error}; the stream cannot restart from it either")
     kept = {path for path in candidates if path in needed}
-    protections = tuple(
-        StreamProtection(read, sum(1 for path in kept if read in needed[path])) for read in reads
-    )
+    protections = tuple(StreamProtection(read, sum(1 for path in kept if read in needed[path])) for read in reads)
     deletable = tuple(sorted(set(candidates) - kept))
     kept_by_retention = len(set(everything) - set(candidates))
     method: VacuumMethod = "delta-rs dry run, streamops delete" if reads else "delta-rs vacuum"
@@ -163,7 +161,9 @@ def _vacuum_listing(log: DeltaLog, hours: int) -> list[str]:
     try:
         return log.open_version().vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False)
     except DeltaError as error:
-        raise StreamopsError(f"delta-rs cannot list what VACUUM would delete in `{log.table}`: {_first(error)}") from error
+        raise StreamopsError(
+            f"delta-rs cannot list what VACUUM would delete in `{log.table}`: {_first(error)}"
+        ) from error
 
 
 def _run_vacuum(log: DeltaLog, hours: int) -> list[str]:
@@ -210,14 +210,3 @@ def _delete(log: DeltaLog, paths: tuple[str, ...]) -> tuple[str, ...]:
 def _first(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0][:300] if text else type(error).__name__
-
-
-def vacuum_lake(
-    lake: LakeLayout,
-    checkpoints: Iterable[LocationLike] = (),
-    retention_hours: int | None = None,
-    dry_run: bool = True,
-    allow_short_retention: bool = False,
-) -> list[TableVacuum]:
-    """Vacuum every table of the lake (bronze, silver, _system), protecting its streams."""
-    return vacuum_tables(lake_tables(lake), lake, checkpoints, retention_hours, dry_run, allow_short_retention)

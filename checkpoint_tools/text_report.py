@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from checkpoint_tools.checkpoint_checks import id_ranges
-from checkpoint_tools.correlation import Correlation
-from checkpoint_tools.doctor import Diagnosis
-from checkpoint_tools.rewind import RewindPlan, RewindResult
-from streamops.cli_support import format_table
+from streamops.checkpoint_tools.checkpoint_checks import id_ranges
+from streamops.checkpoint_tools.correlation import Correlation
+from streamops.checkpoint_tools.doctor import Diagnosis
+from streamops.checkpoint_tools.rewind import RewindPlan, RewindResult
+from streamops.plain_text import format_table
 
 SEVERITY_MARK = {"error": "ERROR", "warning": "WARN", "info": "info"}
 
@@ -65,24 +65,54 @@ def inspection_text(report: dict[str, Any]) -> str:
         ]
         for b in report["batches"]
     ]
-    lines.append(format_table(["batch", "status", "planned (UTC)", "watermark", "committed (UTC)", "end offsets"], rows))
+    lines.append(
+        format_table(["batch", "status", "planned (UTC)", "watermark", "committed (UTC)", "end offsets"], rows)
+    )
     if state["present"]:
-        lines += ["", format_table(
-            ["operator", "name", "provider", "layout", "partitions", "stores", "version", "bytes", "schema"],
-            [[o["operator_id"], o["name"] or "", o["provider"], o["layout"], o["partitions"],
-              ",".join(o["stores"]), o["latest_version"], o["size_bytes"], o["schema_version"] or "missing"]
-             for o in state["operators"]],
-        )]
+        lines += [
+            "",
+            format_table(
+                ["operator", "name", "provider", "layout", "partitions", "stores", "version", "bytes", "schema"],
+                [
+                    [
+                        o["operator_id"],
+                        o["name"] or "",
+                        o["provider"],
+                        o["layout"],
+                        o["partitions"],
+                        ",".join(o["stores"]),
+                        o["latest_version"],
+                        o["size_bytes"],
+                        o["schema_version"] or "missing",
+                    ]
+                    for o in state["operators"]
+                ],
+            ),
+        ]
     if report["source_logs"]:
-        lines += ["", format_table(
-            ["source", "kind", "files", "latest", "entries", "compacted"],
-            [[s["source_id"], s["kind"], s["files"], s["latest_log_batch"], s.get("entries", ""),
-              ",".join(map(str, s.get("compact_batches", [])))] for s in report["source_logs"]],
-        )]
+        lines += [
+            "",
+            format_table(
+                ["source", "kind", "files", "latest", "entries", "compacted"],
+                [
+                    [
+                        s["source_id"],
+                        s["kind"],
+                        s["files"],
+                        s["latest_log_batch"],
+                        s.get("entries", ""),
+                        ",".join(map(str, s.get("compact_batches", []))),
+                    ]
+                    for s in report["source_logs"]
+                ],
+            ),
+        ]
     lines += ["", f"conf ({len(report['conf'])} keys recorded in the offset log):"]
     lines += [f"  {k} = {v}" for k, v in sorted(report["conf"].items())]
     for change in report["conf_changes"]:
-        lines.append(f"  changed at batch {change['batch_id']}: {change['key']} {change['before']} -> {change['after']}")
+        lines.append(
+            f"  changed at batch {change['batch_id']}: {change['key']} {change['before']} -> {change['after']}"
+        )
     for problem in report["problems"]:
         lines.append(f"problem: {problem['kind']}: {problem['detail']}")
     for temp in report["temp_files"]:
@@ -113,15 +143,28 @@ def correlation_text(correlation: Correlation) -> str:
                 read.problem if read and read.problem else sinks,
             ]
         )
-    lines.append(format_table(
-        ["batch", "status", "planned (UTC)", "source versions", "files", "rows", "bytes", "sink commits"], rows
-    ))
+    lines.append(
+        format_table(
+            ["batch", "status", "planned (UTC)", "source versions", "files", "rows", "bytes", "sink commits"], rows
+        )
+    )
     if correlation.landing_files:
-        lines += ["", format_table(
-            ["file", "batch", "discovered (UTC)", "committed", "committed at (UTC)"],
-            [[f.path, f.batch_id if f.batch_id is not None else f"log {f.log_batch}", iso(f.discovered_ms),
-              "yes" if f.committed else "no", iso(f.committed_ms)] for f in correlation.landing_files],
-        )]
+        lines += [
+            "",
+            format_table(
+                ["file", "batch", "discovered (UTC)", "committed", "committed at (UTC)"],
+                [
+                    [
+                        f.path,
+                        f.batch_id if f.batch_id is not None else f"log {f.log_batch}",
+                        iso(f.discovered_ms),
+                        "yes" if f.committed else "no",
+                        iso(f.committed_ms),
+                    ]
+                    for f in correlation.landing_files
+                ],
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -142,30 +185,39 @@ def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
     lines.append(
         f"{len(diagnoses)} checkpoint(s): {counts['error']} error(s), {counts['warning']} warning(s), "
         f"{counts['info']} info"
-        + (f"; {sum(1 for d in diagnoses if d.skipped)} with checks not run (see `not checked`)"
-           if any(d.skipped for d in diagnoses) else "")
+        + (
+            f"; {sum(1 for d in diagnoses if d.skipped)} with checks not run (see `not checked`)"
+            if any(d.skipped for d in diagnoses)
+            else ""
+        )
     )
     return "\n".join(lines)
 
 
 def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:
     lines = [
-        (f"rewind {plan.checkpoint} to batch {plan.to_batch} (planned through {plan.latest_planned}, "
-         f"committed through {plan.latest_committed})"),
-        (f"the next run plans batches from {plan.to_batch}; batches {plan.to_batch}..{plan.latest_planned} "
-         "are processed again:"),
+        (
+            f"rewind {plan.checkpoint} to batch {plan.to_batch} (planned through {plan.latest_planned}, "
+            f"committed through {plan.latest_committed})"
+        ),
+        (
+            f"the next run plans batches from {plan.to_batch}; batches {plan.to_batch}..{plan.latest_planned} "
+            "are processed again:"
+        ),
     ]
     rows = []
     for item in plan.replayed:
         read = item.source_read
-        rows.append([
-            item.batch.batch_id,
-            item.batch.status,
-            ",".join(map(str, read.versions)) if read else "",
-            len(read.files) if read else "",
-            read.rows if read else "",
-            ", ".join(f"{c.table.name}@v{c.version}" for c in item.sink_commits),
-        ])
+        rows.append(
+            [
+                item.batch.batch_id,
+                item.batch.status,
+                ",".join(map(str, read.versions)) if read else "",
+                len(read.files) if read else "",
+                read.rows if read else "",
+                ", ".join(f"{c.table.name}@v{c.version}" for c in item.sink_commits),
+            ]
+        )
     lines.append(format_table(["batch", "status", "source versions", "files", "rows", "sink commits"], rows))
     for sink in plan.sinks:
         lines.append(
@@ -177,8 +229,10 @@ def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:
             f"file source {source.source_id}: {source.entries_released} file(s) from log batch "
             f"{source.keep_before_log_batch} on count as new again"
         )
-    lines.append(f"removes {len(plan.remove)} offsets/commits file(s)"
-                 + (f" and {len(plan.state_remove)} state file(s) of later versions" if plan.state_remove else ""))
+    lines.append(
+        f"removes {len(plan.remove)} offsets/commits file(s)"
+        + (f" and {len(plan.state_remove)} state file(s) of later versions" if plan.state_remove else "")
+    )
     lines += [f"warning: {w}" for w in plan.warnings]
     if result is None:
         lines.append("dry run: nothing changed; add --yes to apply (the checkpoint is backed up first)")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dashboards import promql
-from monitor.metric_catalog import (
+from streamops.dashboards import promql
+from streamops.monitor.metric_catalog import (
     BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_SECONDS,
     SOURCE_CHANGE_COMMITS,

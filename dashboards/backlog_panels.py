@@ -7,10 +7,14 @@ same series under the same words.
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 from grafana_foundation_sdk.builders.dashboard import Dashboard
 
-from dashboards import panels, promql
-from monitor.metric_catalog import BACKLOG_BYTES, BACKLOG_FILES, BACKLOG_SECONDS, BACKLOG_VERSIONS, MetricSpec
+from streamops.dashboards import panels, promql
+from streamops.monitor.metric_catalog import BACKLOG_BYTES, BACKLOG_FILES, BACKLOG_SECONDS, BACKLOG_VERSIONS, MetricSpec
 
 BACKLOG_DIMENSIONS: tuple[tuple[str, str, str, MetricSpec], ...] = (
     ("Backlog (seconds)", "Age of the oldest unprocessed source commit (0 when caught up).", "s", BACKLOG_SECONDS),

@@ -6,6 +6,10 @@ under `dashboards/generated/` can be compared byte for byte with a fresh build.
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 import json
 from pathlib import Path
 from typing import Any
@@ -13,15 +17,15 @@ from typing import Any
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from dashboards.alert_rules import AlertThresholds, build_alert_rules
-from dashboards.exceptions import OutputDirectoryError
-from dashboards.fleet_dashboard import build_fleet_dashboard
-from dashboards.grafana_alerts import alerting_provisioning_document
-from dashboards.prometheus_rules import RULES_FILE, rules_document, scrape_document
-from dashboards.provisioning import dashboard_provider_document, datasource_document
-from dashboards.rule_tests import tests_document
-from dashboards.stream_dashboard import build_stream_dashboard
-from monitor.metric_catalog import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT
+from streamops.dashboards.alert_rules import AlertThresholds, build_alert_rules
+from streamops.dashboards.exceptions import OutputDirectoryError
+from streamops.dashboards.fleet_dashboard import build_fleet_dashboard
+from streamops.dashboards.grafana_alerts import alerting_provisioning_document
+from streamops.dashboards.prometheus_rules import RULES_FILE, rules_document, scrape_document
+from streamops.dashboards.provisioning import dashboard_provider_document, datasource_document
+from streamops.dashboards.rule_tests import tests_document
+from streamops.dashboards.stream_dashboard import build_stream_dashboard
+from streamops.monitor.metric_catalog import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT
 
 GENERATED_DIR = Path(__file__).resolve().parent / "generated"
 REBUILD_COMMAND = "streamops dashboards build --out dashboards/generated"

@@ -8,7 +8,7 @@ catalog-coverage test both go through them.
 
 from __future__ import annotations
 
-from monitor.metric_catalog import CATALOG, MetricSpec
+from streamops.monitor.metric_catalog import CATALOG, MetricSpec
 
 BUCKET_LABEL = "le"
 
@@ -61,6 +61,4 @@ def spec_for_series(series_name: str) -> MetricSpec | None:
     return _BY_EXPOSED_NAME.get(series_name)
 
 
-_BY_EXPOSED_NAME: dict[str, MetricSpec] = {
-    name: spec for spec in CATALOG for name in exposed_names(spec)
-}
+_BY_EXPOSED_NAME: dict[str, MetricSpec] = {name: spec for spec in CATALOG for name in exposed_names(spec)}

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Mapping
 
-from dashboards.build import ALERTING_PROVISIONING, DASHBOARD_FILES, PROMETHEUS_RULES
-from dashboards.grafana_alerts import EXPRESSION_DATASOURCE
+from streamops.dashboards.build import ALERTING_PROVISIONING, DASHBOARD_FILES, PROMETHEUS_RULES
+from streamops.dashboards.grafana_alerts import EXPRESSION_DATASOURCE
 
 QueryKind = Literal["panel", "variable", "grafana_alert", "prometheus_alert"]
 
@@ -66,14 +66,10 @@ def used_queries(documents: Mapping[str, Any]) -> list[UsedQuery]:
             for query in rule["data"]:
                 if query["datasourceUid"] != EXPRESSION_DATASOURCE:
                     where = f"rule {rule['title']} query {query['refId']}"
-                    found.append(
-                        UsedQuery(ALERTING_PROVISIONING, where, "grafana_alert", query["model"]["expr"])
-                    )
+                    found.append(UsedQuery(ALERTING_PROVISIONING, where, "grafana_alert", query["model"]["expr"]))
     for group in documents[PROMETHEUS_RULES]["groups"]:
         for rule in group["rules"]:
-            found.append(
-                UsedQuery(PROMETHEUS_RULES, f"rule {rule['alert']}", "prometheus_alert", rule["expr"])
-            )
+            found.append(UsedQuery(PROMETHEUS_RULES, f"rule {rule['alert']}", "prometheus_alert", rule["expr"]))
     return found
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 from grafana_foundation_sdk.builders.dashboard import Row
 from grafana_foundation_sdk.models import dashboard as models
 
-from dashboards import panels, promql
-from dashboards.backlog_panels import with_backlog_panels
-from dashboards.stream_health_panels import with_fleet_health_panels
-from dashboards.exposition import state_label
-from dashboards.promql import FLEET
-from monitor.metric_catalog import (
+from streamops.dashboards import panels, promql
+from streamops.dashboards.backlog_panels import with_backlog_panels
+from streamops.dashboards.exposition import state_label
+from streamops.dashboards.promql import FLEET
+from streamops.dashboards.stream_health_panels import with_fleet_health_panels
+from streamops.monitor.metric_catalog import (
     BACKLOG_SECONDS,
     BATCH_ID,
     EVENT_TYPE_FRESHNESS,
@@ -27,7 +31,7 @@ from monitor.metric_catalog import (
     STREAM_STATUSES,
     STREAM_UP,
 )
-from monitor.status_severity import ATTENTION, WARNING, StatusColor, status_color
+from streamops.monitor.status_severity import ATTENTION, WARNING, StatusColor, status_color
 
 TOP_LAGGING = 10
 GRAFANA_COLOR: dict[StatusColor, str] = {"gray": "text"}
@@ -58,9 +62,7 @@ def build_fleet_dashboard() -> models.Dashboard:
             "`streamops dashboards build`.",
         )
         .with_variable(
-            panels.label_variable(
-                "group", "Group", promql.label_values(STREAM_INFO, "group"), all_value=".*"
-            )
+            panels.label_variable("group", "Group", promql.label_values(STREAM_INFO, "group"), all_value=".*")
         )
         .with_variable(
             panels.label_variable(
@@ -102,8 +104,7 @@ def build_fleet_dashboard() -> models.Dashboard:
         .with_panel(
             panels.table_of(
                 "Streams",
-                "One row per stream: status, lag and rates of its last batch. Click a stream for "
-                "its detail dashboard.",
+                "One row per stream: status, lag and rates of its last batch. Click a stream for its detail dashboard.",
                 [
                     panels.query(promql.current_status(FLEET), as_table=True),
                     panels.query(promql.stream_groups(FLEET), as_table=True),
@@ -202,8 +203,7 @@ def build_fleet_dashboard() -> models.Dashboard:
         .with_panel(
             panels.table_of(
                 "Schema versions",
-                "Latest schema version of each event type and seconds since its silver table last "
-                "received a commit.",
+                "Latest schema version of each event type and seconds since its silver table last received a commit.",
                 [
                     panels.query(promql.schema_versions(FLEET), as_table=True),
                     panels.query(promql.seconds_since_commit(FLEET), as_table=True),

@@ -7,6 +7,10 @@ disappearing streams are what `StreamAbsent` alerts on.
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 import json
 import re
 from typing import Any, Sequence
@@ -16,7 +20,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import alerting as alerting_models
 from grafana_foundation_sdk.models import dashboard as dashboard_models
 
-from dashboards.alert_rules import RULE_GROUP, SERVICE_LABEL, AlertRule
+from streamops.dashboards.alert_rules import RULE_GROUP, SERVICE_LABEL, AlertRule
 
 DATASOURCE_UID = "streamops-prometheus"
 """The uid of the provisioned Prometheus datasource the rules query."""
@@ -49,9 +53,7 @@ def rule_uid(rule: AlertRule) -> str:
 
 
 def grafana_rule(rule: AlertRule) -> alerting.Rule:
-    expression_source = dashboard_models.DataSourceRef(
-        type_val=EXPRESSION_DATASOURCE, uid=EXPRESSION_DATASOURCE
-    )
+    expression_source = dashboard_models.DataSourceRef(type_val=EXPRESSION_DATASOURCE, uid=EXPRESSION_DATASOURCE)
     value = prometheus.Dataquery().expr(rule.value).instant().ref_id(VALUE)
     last = (
         expr.TypeReduce()
@@ -84,9 +86,7 @@ def grafana_rule(rule: AlertRule) -> alerting.Rule:
         .folder_uid(FOLDER_UID)
         .rule_group(RULE_GROUP)
         .condition(CONDITION)
-        .with_query(
-            alerting.Query(VALUE).datasource_uid(DATASOURCE_UID).relative_time_range(window).model(value)
-        )
+        .with_query(alerting.Query(VALUE).datasource_uid(DATASOURCE_UID).relative_time_range(window).model(value))
         .with_query(alerting.Query(LAST).datasource_uid(EXPRESSION_DATASOURCE).model(last))
         .with_query(alerting.Query(CONDITION).datasource_uid(EXPRESSION_DATASOURCE).model(threshold))
         .for_val(rule.pending)
@@ -124,9 +124,7 @@ def alerting_provisioning_document(rules: Sequence[AlertRule]) -> dict[str, Any]
                 "name": group["title"],
                 "folder": FOLDER_TITLE,
                 "interval": f"{group['interval']}s",
-                "rules": [
-                    {key: rule[key] for key in FILE_RULE_KEYS if key in rule} for rule in group["rules"]
-                ],
+                "rules": [{key: rule[key] for key in FILE_RULE_KEYS if key in rule} for rule in group["rules"]],
             }
         ],
     }

@@ -7,6 +7,10 @@ order (`numbered`), so the generated JSON is the same on every build.
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 from typing import Sequence, TypeVar
 
 from grafana_foundation_sdk.builders import bargauge, common, prometheus, stat, table, timeseries
@@ -230,13 +234,7 @@ def label_variable(
 
 
 def dashboard_link(title: str, uid: str) -> DashboardLink:
-    return (
-        DashboardLink(title)
-        .type(models.DashboardLinkType.LINK)
-        .url(f"/d/{uid}")
-        .include_vars(False)
-        .keep_time(True)
-    )
+    return DashboardLink(title).type(models.DashboardLinkType.LINK).url(f"/d/{uid}").include_vars(False).keep_time(True)
 
 
 def new_dashboard(title: str, uid: str, description: str) -> Dashboard:

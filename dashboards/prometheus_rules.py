@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dashboards.alert_rules import RULE_GROUP, SERVICE_LABEL, AlertRule
+from streamops.dashboards.alert_rules import RULE_GROUP, SERVICE_LABEL, AlertRule
 
 SCRAPE_JOB = "streamops"
 RULES_FILE = "streamops-rules.yml"

@@ -2,7 +2,7 @@
 
 Dashboards and rules call the same functions; only the `Scope` differs (template-variable
 filters on a dashboard, none in a rule). No metric name is typed here: selectors come from the
-catalog specs through `dashboards.exposition`.
+catalog specs through `streamops.dashboards.exposition`.
 
 Grafana variables that may appear in an expression: `$stream`, `$group`, `$event_type`,
 `$__rate_interval` and `$__range` (see `GRAFANA_VARIABLES`); everything else is plain PromQL.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboards.exposition import BUCKET_LABEL, exposed_labels, sample_name, state_label
-from monitor.metric_catalog import (
+from streamops.dashboards.exposition import BUCKET_LABEL, exposed_labels, sample_name, state_label
+from streamops.monitor.metric_catalog import (
     BATCH_PHASE_DURATION,
     BATCH_PHASE_SECONDS,
     EVENT_TYPE_LAST_COMMIT,
@@ -55,7 +55,7 @@ class Scope:
     matchers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, **matchers: str) -> "Scope":
+    def of(cls, **matchers: str) -> Scope:
         return cls(tuple(sorted(matchers.items())))
 
     def for_labels(self, labels: tuple[str, ...]) -> tuple[str, ...]:

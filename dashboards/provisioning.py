@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboards.grafana_alerts import DATASOURCE_UID, FOLDER_TITLE, FOLDER_UID, ORG_ID
-from dashboards.prometheus_rules import SCRAPE_INTERVAL
+from streamops.dashboards.grafana_alerts import DATASOURCE_UID, FOLDER_TITLE, FOLDER_UID, ORG_ID
+from streamops.dashboards.prometheus_rules import SCRAPE_INTERVAL
 
 PROMETHEUS_URL = "http://127.0.0.1:9090"
 DATASOURCE_NAME = "streamops Prometheus"

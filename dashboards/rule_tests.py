@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from dashboards.alert_rules import SERVICE_LABEL, AlertRule
-from dashboards.exposition import sample_name, state_label
-from monitor.metric_catalog import (
+from streamops.dashboards.alert_rules import SERVICE_LABEL, AlertRule
+from streamops.dashboards.exposition import sample_name, state_label
+from streamops.monitor.metric_catalog import (
     BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_SECONDS,
     INPUT_ROWS,
@@ -146,9 +146,7 @@ CASES: tuple[RuleCase, ...] = (
                 "30m",
                 (
                     Firing({"stream": "silent"}, "Stream silent has reported no progress for 29m 0s"),
-                    Firing(
-                        {"stream": "vanished"}, "Stream vanished has reported no progress for 25m 0s"
-                    ),
+                    Firing({"stream": "vanished"}, "Stream vanished has reported no progress for 25m 0s"),
                 ),
             ),
         ),
@@ -188,9 +186,7 @@ CASES: tuple[RuleCase, ...] = (
                 "20m",
                 (
                     Firing({"event_type": "login"}, "Incompatible schema change for event type login"),
-                    Firing(
-                        {"event_type": "purchase"}, "Incompatible schema change for event type purchase"
-                    ),
+                    Firing({"event_type": "purchase"}, "Incompatible schema change for event type purchase"),
                 ),
             ),
             ("45m", ()),
@@ -280,25 +276,61 @@ CASES: tuple[RuleCase, ...] = (
         alert="SourceRetentionHeadroomLow",
         input_series=(
             # 30 hours of headroom, shrinking by a minute a minute: under a day from minute 360 on
-            series(SOURCE_RETENTION_HEADROOM, "108000-60x400", stream="lagging", source="0", kind="delta", retention="deleted_files"),
-            series(SOURCE_RETENTION_HEADROOM, "2592000-60x400", stream="lagging", source="0", kind="delta", retention="log"),
-            series(SOURCE_RETENTION_HEADROOM, "604800x400", stream="caught_up", source="0", kind="delta", retention="deleted_files"),
+            series(
+                SOURCE_RETENTION_HEADROOM,
+                "108000-60x400",
+                stream="lagging",
+                source="0",
+                kind="delta",
+                retention="deleted_files",
+            ),
+            series(
+                SOURCE_RETENTION_HEADROOM, "2592000-60x400", stream="lagging", source="0", kind="delta", retention="log"
+            ),
+            series(
+                SOURCE_RETENTION_HEADROOM,
+                "604800x400",
+                stream="caught_up",
+                source="0",
+                kind="delta",
+                retention="deleted_files",
+            ),
         ),
         evaluations=(
             ("362m", ()),
-            ("370m", (Firing({"stream": "lagging"}, "Unread source data of stream lagging can be deleted by retention in 23h 50m 0s"),)),
+            (
+                "370m",
+                (
+                    Firing(
+                        {"stream": "lagging"},
+                        "Unread source data of stream lagging can be deleted by retention in 23h 50m 0s",
+                    ),
+                ),
+            ),
         ),
     ),
     RuleCase(
         alert="SourceChangeCommitsUnread",
         input_series=(
-            series(SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="rewrite"),
-            series(SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="delete"),
+            series(
+                SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="rewrite"
+            ),
+            series(
+                SOURCE_CHANGE_COMMITS, "0x5 1x10", stream="upstream_merge", source="0", kind="delta", change="delete"
+            ),
             series(SOURCE_CHANGE_COMMITS, "0x15", stream="appends_only", source="0", kind="delta", change="rewrite"),
         ),
         evaluations=(
             ("3m", ()),
-            ("8m", (Firing({"stream": "upstream_merge"}, "Stream upstream_merge has 2 unread source commits that are not appends"),)),
+            (
+                "8m",
+                (
+                    Firing(
+                        {"stream": "upstream_merge"},
+                        "Stream upstream_merge has 2 unread source commits that are not appends",
+                    ),
+                ),
+            ),
         ),
     ),
 )

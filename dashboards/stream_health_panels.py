@@ -8,11 +8,15 @@ state panels rather than zeros that would read as "no state".
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("dashboards", __name__)
+
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from dashboards import panels, promql
-from dashboards.exposition import state_label
-from monitor.metric_catalog import (
+from streamops.dashboards import panels, promql
+from streamops.dashboards.exposition import state_label
+from streamops.monitor.metric_catalog import (
     BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_MAX_PARTITION_OFFSETS,
     BACKLOG_OFFSETS,
@@ -130,7 +134,7 @@ def with_stream_health_panels(builder: Dashboard, scope: promql.Scope) -> Dashbo
             panels.series_panel(
                 "Warnings",
                 "1 while a warning holds: unbounded state, stalled watermark, late rows dropped, "
-                "source retention low, unread source change commits (rules in the README).",
+                "source retention low, unread source change commits (rules in the docs: Monitoring).",
                 "none",
                 promql.current_warnings(scope),
                 f"{{{{{warning}}}}}",
@@ -141,8 +145,7 @@ def with_stream_health_panels(builder: Dashboard, scope: promql.Scope) -> Dashbo
         .with_panel(
             panels.series_panel(
                 "State rows",
-                "Rows each stateful operator holds after each batch: growth without eviction is "
-                "unbounded state.",
+                "Rows each stateful operator holds after each batch: growth without eviction is unbounded state.",
                 "none",
                 promql.per_operator(STATE_ROWS, scope),
                 OPERATOR_LEGEND,

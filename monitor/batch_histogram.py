@@ -9,6 +9,10 @@ every phase Spark reports in `durationMs` gets one (a small, fixed set per Spark
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("monitor", __name__)
+
 import bisect
 from dataclasses import dataclass, field
 from typing import Mapping

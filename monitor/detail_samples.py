@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, get_args
 
-from monitor import metric_catalog as catalog
-from monitor.fleet import StreamView
-from monitor.metric_catalog import RETENTION_KINDS, MetricSpec
-from monitor.progress_event import operator_labels
-from monitor.source_lag import estimated_seconds, read_rate
-from monitor.state_counters import ROCKSDB_SST_BYTES, rocksdb_commit_phases
-from streamops.change_commits import ChangeKind
+from streamops.delta.change_commits import ChangeKind
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.fleet import StreamView
+from streamops.monitor.metric_catalog import RETENTION_KINDS, MetricSpec
+from streamops.monitor.progress_event import operator_labels
+from streamops.monitor.source_lag import estimated_seconds, read_rate
+from streamops.monitor.state_counters import ROCKSDB_SST_BYTES, rocksdb_commit_phases
 
 Add = Callable[[MetricSpec, list[str], object], None]
 

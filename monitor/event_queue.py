@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Union
 
-from monitor.progress_event import EventKind
+from streamops.monitor.progress_event import EventKind
 
 
 @dataclass(frozen=True)

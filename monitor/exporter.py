@@ -7,6 +7,10 @@ one looks; everything else is read from the snapshot.
 
 from __future__ import annotations
 
+from streamops.extras import require
+
+require("monitor", __name__)
+
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -22,12 +26,12 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from monitor import metric_catalog as catalog
-from monitor.detail_samples import add_source_samples, add_state_samples, add_time_samples
-from monitor.exceptions import MonitorError
-from monitor.fleet import Fleet, StreamView
-from monitor.metric_catalog import CATALOG, STREAM_INFO_KEYS, STREAM_STATUSES, STREAM_WARNINGS, MetricSpec
-from monitor.status_rules import DEFAULT_POLICY, StatusPolicy, arrival_rate, evaluate
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.detail_samples import add_source_samples, add_state_samples, add_time_samples
+from streamops.monitor.exceptions import MonitorError
+from streamops.monitor.fleet import Fleet, StreamView
+from streamops.monitor.metric_catalog import CATALOG, STREAM_INFO_KEYS, STREAM_STATUSES, STREAM_WARNINGS, MetricSpec
+from streamops.monitor.status_rules import DEFAULT_POLICY, StatusPolicy, arrival_rate, evaluate
 
 _FAMILIES: dict[str, Callable[..., Metric]] = {
     "gauge": GaugeMetricFamily,
@@ -94,9 +98,7 @@ class FleetCollector(Collector):
         add(catalog.MONITOR_WORKER_CPU, [], self._worker_cpu_seconds())
         yield from families.values()
 
-    def _add_stream(
-        self, add: Callable[[MetricSpec, list[str], object], None], view: StreamView, now: float
-    ) -> None:
+    def _add_stream(self, add: Callable[[MetricSpec, list[str], object], None], view: StreamView, now: float) -> None:
         labels = [view.stream]
         obs = view.observation
         verdict = evaluate(obs, now, self._policy)
@@ -151,9 +153,7 @@ class MetricsServer:
         self.thread.join(timeout)  # type: ignore[attr-defined]
 
 
-def serve_metrics(
-    registry: CollectorRegistry, port: int, host: str = catalog.DEFAULT_METRICS_HOST
-) -> MetricsServer:
+def serve_metrics(registry: CollectorRegistry, port: int, host: str = catalog.DEFAULT_METRICS_HOST) -> MetricsServer:
     """Serve `registry` on host:port (port 0 picks a free one)."""
     try:
         httpd, thread = start_http_server(port, addr=host, registry=registry)

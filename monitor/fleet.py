@@ -11,42 +11,21 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from monitor.batch_histogram import PhaseDistribution, PhaseHistogram
-from monitor.progress_event import (
-    WATERMARK,
+from streamops.delta.backlog import Backlog
+from streamops.lake_layout import group_of
+from streamops.monitor.batch_histogram import PhaseDistribution, PhaseHistogram
+from streamops.monitor.progress_event import (
     MonitorEvent,
     QueryIdle,
     QueryProgress,
     QueryStarted,
     QueryTerminated,
 )
-from monitor.source_backlog import BacklogReading
-from monitor.source_lag import SourceLag
-from monitor.state_counters import OperatorTotals, StateCounters
-from monitor.status_rules import DEFAULT_POLICY, ProgressSample, StatusPolicy, StreamObservation
-from streamops.backlog import Backlog
-from streamops.lake_layout import group_of
-
-
-def sample_of(progress: QueryProgress, reading: BacklogReading | None) -> ProgressSample:
-    duration_ms = progress.duration_ms.get("triggerExecution", progress.batch_duration_ms)
-    operators = progress.state_operators
-    return ProgressSample(
-        timestamp=progress.timestamp,
-        batch_id=progress.batch_id,
-        num_input_rows=progress.num_input_rows,
-        processed_rows_per_second=progress.processed_rows_per_second,
-        duration_seconds=duration_ms / 1000.0,
-        backlog=reading.backlog if reading else None,
-        pending=reading.pending if reading else None,
-        files=reading.files if reading else None,
-        offsets=reading.offsets if reading else None,
-        source_rows=tuple(source.num_input_rows for source in progress.sources),
-        watermark=progress.event_time.get(WATERMARK),
-        state_rows=sum(op.num_rows_total for op in operators) if operators else None,
-        state_rows_removed=sum(op.num_rows_removed for op in operators),
-        late_rows=sum(op.num_rows_dropped_by_watermark for op in operators),
-    )
+from streamops.monitor.progress_record import sample_of
+from streamops.monitor.source_backlog import BacklogReading
+from streamops.monitor.source_lag import SourceLag
+from streamops.monitor.state_counters import OperatorTotals, StateCounters
+from streamops.monitor.status_rules import DEFAULT_POLICY, ProgressSample, StatusPolicy, StreamObservation
 
 
 @dataclass(frozen=True)
@@ -306,9 +285,7 @@ class Fleet:
     def _stream(self, stream: str, query_id: str, run_id: str) -> _StreamState:
         state = self._streams.get(stream)
         if state is None:
-            state = self._streams[stream] = _StreamState(
-                stream, query_id, run_id, deque(maxlen=self.policy.window)
-            )
+            state = self._streams[stream] = _StreamState(stream, query_id, run_id, deque(maxlen=self.policy.window))
         if state.run_id != run_id:
             state.samples.clear()
         state.query_id, state.run_id = query_id, run_id

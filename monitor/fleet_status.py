@@ -14,12 +14,23 @@ from typing import Any
 
 import pandas as pd
 
-from monitor.metric_catalog import StreamStatus
-from monitor.progress_event import SourceProgress, exception_summary
-from monitor.progress_log import ACTIVITY_EVENTS, LIFECYCLE_EVENTS, PHASE_COLUMNS, ProgressLog
-from monitor.source_backlog import BacklogReading, SourceBacklog
-from monitor.source_lag import SourceLag, estimated_seconds, read_rate
-from monitor.status_rules import (
+from streamops.delta.backlog import Backlog
+from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.monitor.progress_event import SourceProgress, exception_summary
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import (
+    ACTIVITY_EVENTS,
+    COLUMN,
+    LIFECYCLE_EVENTS,
+    PHASE_COLUMNS,
+    epoch_of,
+    float_of,
+    int_of,
+    sample_from_row,
+)
+from streamops.monitor.source_backlog import BacklogReading, SourceBacklog
+from streamops.monitor.source_lag import SourceLag, estimated_seconds, read_rate
+from streamops.monitor.status_rules import (
     DEFAULT_POLICY,
     ProgressSample,
     StatusPolicy,
@@ -28,36 +39,35 @@ from monitor.status_rules import (
     arrival_rate,
     evaluate,
 )
-from monitor.status_severity import SEVERITY
-from streamops.backlog import Backlog
-from streamops.lake_layout import LakeLayout
+from streamops.monitor.status_severity import SEVERITY, StreamStatus
 
 ACTIVITY_COLUMNS = [
-    "event",
-    "stream",
-    "run_id",
-    "timestamp",
-    "batch_id",
-    "num_input_rows",
-    "input_rows_per_second",
-    "processed_rows_per_second",
-    "batch_duration_ms",
+    COLUMN.event,
+    COLUMN.stream,
+    COLUMN.run_id,
+    COLUMN.timestamp,
+    COLUMN.batch_id,
+    COLUMN.num_input_rows,
+    COLUMN.input_rows_per_second,
+    COLUMN.processed_rows_per_second,
+    COLUMN.batch_duration_ms,
     PHASE_COLUMNS["triggerExecution"],
-    "event_time_max",
-    "sources",
-    "backlog_pending",
-    "backlog_versions",
-    "backlog_files",
-    "backlog_bytes",
-    "backlog_seconds",
-    "backlog_offsets",
-    "watermark",
-    "state_rows_total",
-    "state_rows_removed",
-    "state_rows_dropped_by_watermark",
-    "state_memory_bytes",
+    COLUMN.event_time_max,
+    COLUMN.backlog_pending,
+    COLUMN.backlog_versions,
+    COLUMN.backlog_files,
+    COLUMN.backlog_bytes,
+    COLUMN.backlog_seconds,
+    COLUMN.backlog_offsets,
+    COLUMN.watermark,
+    COLUMN.state_rows_total,
+    COLUMN.state_rows_removed,
+    COLUMN.state_rows_dropped_by_watermark,
+    COLUMN.state_memory_bytes,
+    COLUMN.sources,
+    COLUMN.source_backlogs,
 ]
-LIFECYCLE_COLUMNS = ["event", "stream", "query_id", "run_id", "timestamp", "exception"]
+LIFECYCLE_COLUMNS = [COLUMN.event, COLUMN.stream, COLUMN.query_id, COLUMN.run_id, COLUMN.timestamp, COLUMN.exception]
 ONE_DAY = timedelta(days=1)
 
 
@@ -90,7 +100,7 @@ class StreamStatusRow:
         return sum(known) if known else None
 
     def to_json(self) -> dict[str, Any]:
-        """The stable JSON form (documented in the README)."""
+        """The stable JSON form of `streamops status --json`."""
         return {
             "stream": self.stream,
             "status": self.status,
@@ -143,9 +153,10 @@ class StreamStatusRow:
 
 
 def fleet_status(
-    lake: LakeLayout, now: float | None = None, policy: StatusPolicy = DEFAULT_POLICY
+    lake: LakeLike, now: float | None = None, policy: StatusPolicy = DEFAULT_POLICY
 ) -> list[StreamStatusRow]:
     """Every stream in the progress log, worst status first, then by name."""
+    lake = LakeLayout.at(lake)
     current = time.time() if now is None else now
     log = ProgressLog(lake.query_progress)
     lifecycle = log.read(columns=LIFECYCLE_COLUMNS, events=LIFECYCLE_EVENTS).to_pandas()
@@ -160,14 +171,10 @@ def fleet_status(
     newest_event_time = activity.groupby("stream")["event_time_max"].max().to_dict()
     run_of = pd.Series({stream: row["run_id"] for stream, row in last_life.items()}, dtype=object)
     # only the current run of a stream counts (a stream the log never saw start keeps all rows)
-    in_current_run = (activity["run_id"] == activity["stream"].map(run_of)) | ~activity["stream"].isin(
-        run_of.index
-    )
+    in_current_run = (activity["run_id"] == activity["stream"].map(run_of)) | ~activity["stream"].isin(run_of.index)
     activity = activity[in_current_run]
     progress: dict[str, list[dict[str, Any]]] = {}
-    for row in (
-        activity[activity["event"] == "progress"].groupby("stream").tail(policy.window).to_dict("records")
-    ):
+    for row in activity[activity["event"] == "progress"].groupby("stream").tail(policy.window).to_dict("records"):
         progress.setdefault(row["stream"], []).append(row)
     last_idle = activity[activity["event"] == "idle"].groupby("stream")["timestamp"].max().to_dict()
 
@@ -221,20 +228,18 @@ def _stream_row(
     now: float,
     policy: StatusPolicy,
 ) -> StreamStatusRow:
-    samples = tuple(_sample(r) for r in progress)
+    samples = tuple(sample_from_row(r) for r in progress)
     last = progress[-1] if progress else last_progress
     reading = _current_backlog(stream, last, backlog, samples, now)
     terminated = last_life is not None and last_life["event"] == "terminated"
-    started_at = _epoch(last_life["timestamp"]) if last_life is not None and not terminated else None
-    last_idle_at = _epoch(last_idle)
-    marks = [
-        t for t in (samples[-1].ended_at if samples else None, last_idle_at, started_at) if t is not None
-    ]
+    started_at = epoch_of(last_life["timestamp"]) if last_life is not None and not terminated else None
+    last_idle_at = epoch_of(last_idle)
+    marks = [t for t in (samples[-1].ended_at if samples else None, last_idle_at, started_at) if t is not None]
     observation = StreamObservation(
         active=False if terminated else None,
         exception=exception_summary(last_life["exception"]) if terminated else None,
         started_at=started_at,
-        stopped_at=_epoch(last_life["timestamp"]) if terminated else None,
+        stopped_at=epoch_of(last_life["timestamp"]) if terminated else None,
         last_event_at=max(marks) if marks else None,
         last_idle_at=last_idle_at,
         samples=samples,
@@ -243,62 +248,36 @@ def _stream_row(
         pending_since=_pending_since(reading, samples),
     )
     verdict = evaluate(observation, now, policy, offline=True)
-    event_time_max = _epoch(newest_event_time)
+    event_time_max = epoch_of(newest_event_time)
     rate = arrival_rate(samples[-2], samples[-1]) if len(samples) >= 2 else None
     run_id = last_life["run_id"] if last_life is not None else (last["run_id"] if last is not None else None)
-    watermark = _epoch(last["watermark"]) if last is not None else None
+    watermark = epoch_of(last["watermark"]) if last is not None else None
     return StreamStatusRow(
         stream=stream,
         status=verdict.status,
         reason=verdict.reason,
         query_id=last_life["query_id"] if last_life is not None else None,
         run_id=run_id,
-        last_batch_id=_int(last["batch_id"]) if last is not None else None,
-        last_batch_at=_sample(last).ended_at if last is not None else None,
+        last_batch_id=int_of(last["batch_id"]) if last is not None else None,
+        last_batch_at=sample_from_row(last).ended_at if last is not None else None,
         last_event_at=observation.last_event_at,
         backlog=reading.backlog,
         pending=reading.pending,
         freshness_seconds=max(0.0, now - event_time_max) if event_time_max is not None else None,
-        input_rows_per_second=rate if rate is not None else _float(last, "input_rows_per_second"),
-        processed_rows_per_second=_float(last, "processed_rows_per_second"),
+        input_rows_per_second=rate
+        if rate is not None
+        else float_of(last["input_rows_per_second"])
+        if last is not None
+        else None,
+        processed_rows_per_second=float_of(last["processed_rows_per_second"]) if last is not None else None,
         warnings=verdict.warnings,
         sources=reading.sources,
         estimated_seconds=tuple(
             estimated_seconds(lag.offsets, read_rate(samples, lag.source)) for lag in reading.sources
         ),
-        state_rows=_int(last["state_rows_total"]) if last is not None else None,
-        state_memory_bytes=_int(last["state_memory_bytes"]) if last is not None else None,
-        watermark_lag_seconds=(_sample(last).timestamp - watermark) if watermark else None,
-    )
-
-
-def _sample(row: dict[str, Any]) -> ProgressSample:
-    duration_ms = _int(row[PHASE_COLUMNS["triggerExecution"]])
-    if duration_ms is None:
-        duration_ms = _int(row["batch_duration_ms"]) or 0
-    files = _int(row["backlog_files"])
-    sources = row["sources"] if row["sources"] is not None else []
-    return ProgressSample(
-        timestamp=_epoch(row["timestamp"]) or 0.0,
-        batch_id=_int(row["batch_id"]) or 0,
-        num_input_rows=_int(row["num_input_rows"]) or 0,
-        processed_rows_per_second=_float(row, "processed_rows_per_second") or 0.0,
-        duration_seconds=duration_ms / 1000.0,
-        backlog=None
-        if files is None
-        else Backlog(
-            versions=_int(row["backlog_versions"]) or 0,
-            files=files,
-            bytes=_int(row["backlog_bytes"]) or 0,
-            seconds=_float(row, "backlog_seconds") or 0.0,
-        ),
-        pending=None if _missing(row["backlog_pending"]) else bool(row["backlog_pending"]),
-        offsets=_int(row["backlog_offsets"]),
-        source_rows=tuple(int(source["num_input_rows"] or 0) for source in sources),
-        watermark=_epoch(row["watermark"]),
-        state_rows=_int(row["state_rows_total"]),
-        state_rows_removed=_int(row["state_rows_removed"]) or 0,
-        late_rows=_int(row["state_rows_dropped_by_watermark"]) or 0,
+        state_rows=int_of(last["state_rows_total"]) if last is not None else None,
+        state_memory_bytes=int_of(last["state_memory_bytes"]) if last is not None else None,
+        watermark_lag_seconds=(sample_from_row(last).timestamp - watermark) if watermark else None,
     )
 
 
@@ -333,28 +312,6 @@ def _pending_since(reading: BacklogReading, samples: tuple[ProgressSample, ...])
             break
         since = sample.ended_at
     return since
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (not isinstance(value, (str, list, dict)) and bool(pd.isna(value)))
-
-
-def _epoch(value: Any) -> float | None:
-    if _missing(value):
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    return pd.Timestamp(value).timestamp()
-
-
-def _int(value: Any) -> int | None:
-    return None if _missing(value) else int(value)
-
-
-def _float(row: dict[str, Any] | None, column: str) -> float | None:
-    if row is None or _missing(row[column]):
-        return None
-    return float(row[column])
 
 
 def _round(value: float | None) -> float | None:

@@ -11,6 +11,10 @@ monitor's worker thread.
 
 from __future__ import annotations
 
+from streamops.extras import require_pyspark
+
+require_pyspark(__name__)
+
 import logging
 import time
 from collections import deque
@@ -19,7 +23,7 @@ from typing import Any, Callable
 import orjson
 from pyspark.sql.streaming import StreamingQueryListener
 
-from monitor.progress_event import EventKind
+from streamops.monitor.progress_event import EventKind
 
 Offer = Callable[[EventKind, str, float], Any]
 JAVA_LISTENER_INTERFACE = "org.apache.spark.sql.streaming.PythonStreamingQueryListener"
@@ -80,9 +84,7 @@ class MonitorListener(StreamingQueryListener):
         self._offer("progress", event.progress.json, time.time())
 
     def onQueryIdle(self, event: Any) -> None:
-        self._offer_dict(
-            "idle", {"id": str(event.id), "runId": str(event.runId), "timestamp": event.timestamp}
-        )
+        self._offer_dict("idle", {"id": str(event.id), "runId": str(event.runId), "timestamp": event.timestamp})
 
     def onQueryTerminated(self, event: Any) -> None:
         self._offer_dict(

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from streamops.monitor.status_severity import STREAM_STATUSES
+
 MetricKind = Literal["gauge", "counter", "stateset", "info", "histogram"]
-StreamStatus = Literal["ok", "idle", "lagging", "stalled", "failed", "stopped"]
-STREAM_STATUSES: tuple[str, ...] = get_args(StreamStatus)
 StreamWarningCode = Literal[
     "state_unbounded", "watermark_stalled", "late_rows_dropped", "source_retention_low", "source_change_commits"
 ]
@@ -50,7 +50,7 @@ class MetricSpec:
 STREAM = ("stream",)
 SOURCE = ("stream", "source", "kind")
 """A stream's source: its position in the query's sources (`0`, `1`, ...: Spark's own numbering
-of `sources/<id>` in the checkpoint) and its kind (`monitor.source_kinds`, `unknown` included)."""
+of `sources/<id>` in the checkpoint) and its kind (`streamops.monitor.source_kinds`, `unknown` included)."""
 OPERATOR = ("stream", "operator")
 """A stateful operator: its name, plus its position in the plan when the query has several."""
 
@@ -100,9 +100,7 @@ PROCESSED_ROWS_PER_SECOND = MetricSpec(
     "Processing rate of the last batch: its rows over its duration",
     STREAM,
 )
-BATCH_DURATION = MetricSpec(
-    "streamops_stream_batch_duration_seconds", "gauge", "Wall time of the last batch", STREAM
-)
+BATCH_DURATION = MetricSpec("streamops_stream_batch_duration_seconds", "gauge", "Wall time of the last batch", STREAM)
 BATCH_PHASE_DURATION = MetricSpec(
     "streamops_stream_batch_phase_duration_seconds",
     "gauge",
@@ -119,12 +117,8 @@ BATCH_ID = MetricSpec("streamops_stream_batch_id", "gauge", "Id of the last comp
 BACKLOG_VERSIONS = MetricSpec(
     "streamops_stream_backlog_versions", "gauge", "Source Delta versions not yet processed", SOURCE
 )
-BACKLOG_FILES = MetricSpec(
-    "streamops_stream_backlog_files", "gauge", "Source files not yet processed", SOURCE
-)
-BACKLOG_BYTES = MetricSpec(
-    "streamops_stream_backlog_bytes", "gauge", "Source bytes not yet processed", SOURCE
-)
+BACKLOG_FILES = MetricSpec("streamops_stream_backlog_files", "gauge", "Source files not yet processed", SOURCE)
+BACKLOG_BYTES = MetricSpec("streamops_stream_backlog_bytes", "gauge", "Source bytes not yet processed", SOURCE)
 BACKLOG_SECONDS = MetricSpec(
     "streamops_stream_backlog_seconds",
     "gauge",
@@ -334,4 +328,3 @@ CATALOG: tuple[MetricSpec, ...] = (
     MONITOR_PROGRESS_LOG_FAILURES,
     MONITOR_WORKER_CPU,
 )
-BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

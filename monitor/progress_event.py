@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Iterator, Literal, Mapping, Sequence, Union
 
 import orjson
 
-from monitor.exceptions import ProgressEventError
+from streamops.monitor.exceptions import ProgressEventError
 
 EventKind = Literal["started", "progress", "idle", "terminated"]
 WATERMARK = "watermark"
@@ -59,7 +59,7 @@ def _rate(value: Any) -> float:
 class SourceProgress:
     """One source of a progress event. `metrics` is the source's own metrics map as JSON text
     (Kafka's offsets behind latest, Delta's and Auto Loader's outstanding files and bytes, or
-    whatever a connector reports), read by `monitor.source_lag`."""
+    whatever a connector reports), read by `streamops.monitor.source_lag`."""
 
     description: str
     start_offset: str | None
@@ -71,7 +71,7 @@ class SourceProgress:
     metrics: str | None = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SourceProgress":
+    def from_dict(cls, data: Mapping[str, Any]) -> SourceProgress:
         return cls(
             description=str(data.get("description") or ""),
             start_offset=_json_text(data.get("startOffset")),
@@ -108,7 +108,7 @@ class SourceProgress:
         return asdict(self)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "SourceProgress":
+    def from_row(cls, row: Mapping[str, Any]) -> SourceProgress:
         """Read back what `to_row` wrote: `streamops status` measures backlog from logged sources."""
         return cls(**{name: row.get(name) for name in SOURCE_FIELDS})
 
@@ -137,7 +137,7 @@ class StateOperatorProgress:
     custom_metrics: Mapping[str, int]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "StateOperatorProgress":
+    def from_dict(cls, data: Mapping[str, Any]) -> StateOperatorProgress:
         custom = data.get("customMetrics")
         return cls(
             operator_name=str(data.get("operatorName") or DEFAULT_OPERATOR_NAME),
@@ -210,7 +210,7 @@ class QueryProgress(_NamedQuery):
         return value if value else None
 
     @classmethod
-    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryProgress":
+    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> QueryProgress:
         """Accepts the progress JSON itself or the listener event wrapping it ({"progress": ...})."""
         data = _loads(value, "progress")
         if "progress" in data and isinstance(data["progress"], Mapping):
@@ -250,7 +250,7 @@ class QueryStarted(_NamedQuery):
     kind: ClassVar[EventKind] = "started"
 
     @classmethod
-    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryStarted":
+    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> QueryStarted:
         data = _loads(value, "started")
         with _reading("QueryStartedEvent"):
             return cls(**_identity(data), name=data.get("name"), timestamp=iso_to_epoch(data.get("timestamp")) or 0.0)
@@ -266,7 +266,7 @@ class QueryIdle:
     kind: ClassVar[EventKind] = "idle"
 
     @classmethod
-    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> "QueryIdle":
+    def from_json(cls, value: str | bytes | Mapping[str, Any]) -> QueryIdle:
         data = _loads(value, "idle")
         with _reading("QueryIdleEvent"):
             return cls(**_identity(data), timestamp=iso_to_epoch(data.get("timestamp")) or 0.0)
@@ -290,7 +290,7 @@ class QueryTerminated:
         return exception_summary(self.exception)
 
     @classmethod
-    def from_json(cls, value: str | bytes | Mapping[str, Any], received_at: float) -> "QueryTerminated":
+    def from_json(cls, value: str | bytes | Mapping[str, Any], received_at: float) -> QueryTerminated:
         data = _loads(value, "terminated")
         with _reading("QueryTerminatedEvent"):
             return cls(

@@ -5,7 +5,7 @@ Every progress event is kept whole (`json`) with its key fields as columns, so "
 are rows too, and idle events as a heartbeat (at most one per stream per minute), which lets
 `streamops status` tell a quiet stream from a dead one with the pipeline stopped.
 
-Rows are appended in batched commits by the monitor's worker (one commit per flush interval,
+Its columns and how an event becomes a row are `progress_record`'s. Rows are appended in batched commits by the monitor's worker (one commit per flush interval,
 not per event). The table is partitioned by `event_date` and `event`: retention drops whole
 days, and lifecycle rows (a few per run) are read without scanning progress.
 
@@ -15,179 +15,19 @@ evolution), and reads of a log written before them get them as nulls.
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence, get_args, get_type_hints
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
-from monitor.exceptions import ProgressLogNotFoundError
-from monitor.metric_catalog import BATCH_PHASES
-from monitor.progress_event import (
-    MonitorEvent,
-    QueryIdle,
-    QueryProgress,
-    QueryStarted,
-    QueryTerminated,
-    SourceProgress,
-)
-from monitor.source_backlog import BacklogReading
-from streamops.delta_read import is_table, open_table, read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.monitor.exceptions import ProgressLogNotFoundError
+from streamops.monitor.progress_record import PARTITION_COLUMNS, SCHEMA
 from streamops.storage.location import Location, LocationLike
-
-PARTITION_COLUMNS = ["event_date", "event"]
-LIFECYCLE_EVENTS = ("started", "terminated")
-ACTIVITY_EVENTS = ("progress", "idle")
-UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
-
-
-def phase_column(phase: str) -> str:
-    """`addBatch` -> `duration_add_batch_ms`: one column per Spark durationMs phase."""
-    return "duration_" + re.sub(r"(?<!^)(?=[A-Z])", "_", phase).lower() + "_ms"
-
-
-PHASE_COLUMNS: dict[str, str] = {phase: phase_column(phase) for phase in BATCH_PHASES}
-
-ARROW_TYPES: dict[type, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-
-
-def _arrow_type(hint: Any) -> pa.DataType:
-    """The column type of a record field; `X | None` is a nullable X (every column is nullable)."""
-    return ARROW_TYPES[next(t for t in get_args(hint) or (hint,) if t is not type(None))]
-
-
-SOURCE_TYPE = pa.struct([(name, _arrow_type(hint)) for name, hint in get_type_hints(SourceProgress).items()])
-"""One source of a progress event, laid out as the record `SourceProgress` is."""
-
-SOURCE_LAG_TYPE = pa.struct(
-    [
-        ("source", pa.int64()),
-        ("kind", pa.string()),
-        ("description", pa.string()),
-        ("pending", pa.bool_()),
-        ("offsets", pa.int64()),
-        ("max_partition_offsets", pa.int64()),
-        ("files", pa.int64()),
-        ("bytes", pa.int64()),
-        ("versions", pa.int64()),
-        ("seconds", pa.float64()),
-        ("measured", pa.bool_()),
-    ]
-)
-"""One source's lag right after the batch, laid out as the record `SourceLag` is."""
-
-SCHEMA = pa.schema(
-    [
-        ("event_date", pa.date32()),
-        ("event", pa.string()),
-        ("timestamp", UTC_TIMESTAMP),
-        ("recorded_at", UTC_TIMESTAMP),
-        ("stream", pa.string()),
-        ("query_id", pa.string()),
-        ("run_id", pa.string()),
-        ("name", pa.string()),
-        ("batch_id", pa.int64()),
-        ("num_input_rows", pa.int64()),
-        ("input_rows_per_second", pa.float64()),
-        ("processed_rows_per_second", pa.float64()),
-        ("batch_duration_ms", pa.int64()),
-        *[(column, pa.int64()) for column in PHASE_COLUMNS.values()],
-        ("event_time_max", UTC_TIMESTAMP),
-        ("sources", pa.list_(SOURCE_TYPE)),
-        ("sink", pa.string()),
-        ("sink_output_rows", pa.int64()),
-        ("backlog_pending", pa.bool_()),
-        ("backlog_versions", pa.int64()),
-        ("backlog_files", pa.int64()),
-        ("backlog_bytes", pa.int64()),
-        ("backlog_seconds", pa.float64()),
-        ("backlog_offsets", pa.int64()),
-        ("source_backlogs", pa.list_(SOURCE_LAG_TYPE)),
-        ("watermark", UTC_TIMESTAMP),
-        ("state_rows_total", pa.int64()),
-        ("state_rows_removed", pa.int64()),
-        ("state_rows_dropped_by_watermark", pa.int64()),
-        ("state_memory_bytes", pa.int64()),
-        ("exception", pa.string()),
-        ("error_class", pa.string()),
-        ("json", pa.string()),
-    ]
-)
-COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
-
-
-def _utc(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc)
-
-
-def row_of(
-    event: MonitorEvent,
-    stream: str,
-    recorded_at: float,
-    reading: BacklogReading | None = None,
-    event_time_max: float | None = None,
-) -> dict[str, Any]:
-    """The log row of one event. `event_time_max` (progress and idle rows) is the newest event
-    time the stream had committed when the event arrived (eventTime.max or what was pushed)."""
-    when = _utc(event.timestamp)
-    assert when is not None
-    row: dict[str, Any] = {
-        "event_date": when.date(),
-        "event": event.kind,
-        "timestamp": when,
-        "recorded_at": _utc(recorded_at),
-        "stream": stream,
-        "query_id": event.query_id,
-        "run_id": event.run_id,
-        "json": event.json,
-    }
-    if isinstance(event, QueryIdle):
-        row["event_time_max"] = _utc(event_time_max)
-    elif isinstance(event, QueryStarted):
-        row["name"] = event.name
-    elif isinstance(event, QueryTerminated):
-        row["exception"] = event.exception
-        row["error_class"] = event.error_class
-    elif isinstance(event, QueryProgress):
-        row.update(
-            name=event.name,
-            batch_id=event.batch_id,
-            num_input_rows=event.num_input_rows,
-            input_rows_per_second=event.input_rows_per_second,
-            processed_rows_per_second=event.processed_rows_per_second,
-            batch_duration_ms=event.batch_duration_ms,
-            event_time_max=_utc(event_time_max),
-            sources=[source.to_row() for source in event.sources],
-            sink=event.sink_description,
-            sink_output_rows=event.sink_output_rows,
-        )
-        for phase, column in PHASE_COLUMNS.items():
-            row[column] = event.duration_ms.get(phase)
-        row["watermark"] = _utc(event.event_time.get("watermark"))
-        if event.state_operators:
-            operators = event.state_operators
-            row.update(
-                state_rows_total=sum(op.num_rows_total for op in operators),
-                state_rows_removed=sum(op.num_rows_removed for op in operators),
-                state_rows_dropped_by_watermark=sum(op.num_rows_dropped_by_watermark for op in operators),
-                state_memory_bytes=sum(op.memory_used_bytes for op in operators),
-            )
-        if reading is not None:
-            row["backlog_pending"] = reading.pending
-            row["backlog_offsets"] = reading.offsets
-            row["source_backlogs"] = [asdict(lag) for lag in reading.sources]
-            if reading.backlog is not None:
-                row.update(
-                    backlog_versions=reading.backlog.versions,
-                    backlog_files=reading.backlog.files,
-                    backlog_bytes=reading.backlog.bytes,
-                    backlog_seconds=reading.backlog.seconds,
-                )
-    return row
 
 
 @dataclass(frozen=True)
@@ -222,9 +62,7 @@ class ProgressLog:
             partition_by=PARTITION_COLUMNS,
             configuration=TABLE_CONFIGURATION,
             storage_options=self.path.storage_options(),
-            commit_properties=CommitProperties(
-                custom_metadata={"streamops.operation": "progress log append"}
-            ),
+            commit_properties=CommitProperties(custom_metadata={"streamops.operation": "progress log append"}),
         )
         return table.num_rows
 

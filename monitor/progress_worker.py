@@ -13,12 +13,13 @@ import threading
 import time
 from typing import Any, Callable
 
-from monitor.event_queue import EventQueue, FlushRequest, RawEvent
-from monitor.exceptions import ProgressEventError
-from monitor.fleet import Fleet
-from monitor.progress_event import QueryIdle, QueryProgress, parse_event
-from monitor.progress_log import ProgressLog, row_of
-from monitor.source_backlog import BacklogReading, SourceBacklog
+from streamops.monitor.event_queue import EventQueue, FlushRequest, RawEvent
+from streamops.monitor.exceptions import ProgressEventError
+from streamops.monitor.fleet import Fleet
+from streamops.monitor.progress_event import QueryIdle, QueryProgress, parse_event
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import row_of
+from streamops.monitor.source_backlog import BacklogReading, SourceBacklog
 
 log = logging.getLogger("streamops.monitor")
 
@@ -135,9 +136,7 @@ class ProgressWorker:
         if isinstance(event, QueryProgress):
             self._idle_logged_at.pop(stream, None)
         if self._log is not None:
-            self._rows.append(
-                row_of(event, stream, raw.received_at, reading, self._fleet.max_event_time(stream))
-            )
+            self._rows.append(row_of(event, stream, raw.received_at, reading, self._fleet.max_event_time(stream)))
 
     def _log_idle(self, stream: str, now: float) -> bool:
         """Idle events are a heartbeat: log the first after data, then one per interval."""

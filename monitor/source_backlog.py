@@ -1,16 +1,16 @@
 """How much data waits in each source of a stream: the backlog behind the lag metrics.
 
 A Delta source (ours or native Delta) is measured from the source table's log with
-`streamops.backlog` (versions, files, bytes, seconds). Its progress names no table, so the table
+`streamops.delta.backlog` (versions, files, bytes, seconds). Its progress names no table, so the table
 is found by registration or by matching the offset's `reservoirId` to the id of each Delta table
 in the lake. Spark's file source is measured by comparing its landing directory with the files
 its checkpoint's file-source log says were taken. Any other source can only tell whether data
 waits: its reported latest offset differs from the offset processed.
 
-Every source also gets a `SourceLag` (`monitor.source_lag`): the measurement above where there is
+Every source also gets a `SourceLag` (`streamops.monitor.source_lag`): the measurement above where there is
 one, else what the source reports about itself (Kafka's offsets behind latest, Delta's and Auto
 Loader's outstanding files and bytes, Kinesis' time behind), under its kind
-(`monitor.source_kinds`), `unknown` included.
+(`streamops.monitor.source_kinds`), `unknown` included.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from typing import Any, Callable, Sequence
 import orjson
 from deltalake.exceptions import DeltaError
 
-from monitor.progress_event import SourceProgress
-from monitor.source_lag import SourceLag, source_lag
-from streamops.backlog import NO_BACKLOG, Backlog, delta_backlog
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaFileIndex, DeltaSourceOffset
+from streamops.checkpoint.file_source_log import read_file_source_log
+from streamops.delta.backlog import NO_BACKLOG, Backlog, delta_backlog
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaFileIndex, DeltaSourceOffset
 from streamops.exceptions import StreamopsError
-from streamops.file_source_log import read_file_source_log
 from streamops.lake_layout import InvalidNameError, LakeLayout
+from streamops.monitor.progress_event import SourceProgress
+from streamops.monitor.source_lag import SourceLag, source_lag
 from streamops.storage.entries import Entry
 from streamops.storage.location import Location, LocationLike
 
@@ -88,9 +88,7 @@ class _SharedIndex(DeltaFileIndex):
     Commits that delete or rewrite data count as no new files here and are kept in `changes`;
     the stream itself fails or skips them as its options say."""
 
-    def __init__(
-        self, log: DeltaLog, min_refresh_s: float, min_catch_up_s: float, clock: Callable[[], float]
-    ) -> None:
+    def __init__(self, log: DeltaLog, min_refresh_s: float, min_catch_up_s: float, clock: Callable[[], float]) -> None:
         super().__init__(log, read_mode="skipChangeCommits", strict=False)
         self._min_refresh_s = min_refresh_s
         self._min_catch_up_s = min_catch_up_s
@@ -332,8 +330,4 @@ def _identity(location: Location) -> tuple[str, str, str]:
 
 def _list_files(root: Location) -> list[Entry]:
     """Data files Spark's file source would list: recursive, skipping `_` and `.` names."""
-    return [
-        entry
-        for entry in root.walk()
-        if not any(part.startswith(("_", ".")) for part in entry.name.split("/"))
-    ]
+    return [entry for entry in root.walk() if not any(part.startswith(("_", ".")) for part in entry.name.split("/"))]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Literal, get_args
 
-from monitor.progress_event import SourceProgress
-from streamops.offset_log import classify_offset
+from streamops.checkpoint.offset_log import classify_offset
+from streamops.monitor.progress_event import SourceProgress
 
 SourceKind = Literal[
     "kafka",
@@ -53,7 +53,7 @@ PYTHON_SOURCE_MARKER = ".python.PythonMicroBatchStream"
 recognised as `delta` by its offsets before this applies."""
 
 OFFSET_KINDS: dict[str, SourceKind] = {"delta": "delta", "kafka": "kafka", "file": "file"}
-"""Offset shapes (`streamops.offset_log.classify_offset`) that identify a kind on their own."""
+"""Offset shapes (`streamops.checkpoint.offset_log.classify_offset`) that identify a kind on their own."""
 
 _OBJECT_HASH = re.compile(r"@[0-9a-f]{4,}\b")
 

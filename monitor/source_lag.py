@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from monitor.progress_event import SourceProgress
-from monitor.source_kinds import SourceKind, description_label, kind_of
-from monitor.status_rules import ProgressSample
-from streamops.backlog import Backlog
-from streamops.change_commits import ChangeCommit
-from streamops.offset_log import classify_offset
+from streamops.checkpoint.offset_log import classify_offset
+from streamops.delta.backlog import Backlog
+from streamops.delta.change_commits import ChangeCommit
+from streamops.monitor.progress_event import SourceProgress
+from streamops.monitor.source_kinds import SourceKind, description_label, kind_of
+from streamops.monitor.status_rules import ProgressSample
 
-MIN_OFFSETS_BEHIND = "minOffsetsBehindLatest"
 AVG_OFFSETS_BEHIND = "avgOffsetsBehindLatest"
 MAX_OFFSETS_BEHIND = "maxOffsetsBehindLatest"
 RECORDS_WAITING = ("numRecordsReadyToProcess",)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from monitor.progress_event import StateOperatorProgress, operator_labels
+from streamops.monitor.progress_event import StateOperatorProgress, operator_labels
 
 ROCKSDB_COMMIT_PHASES: dict[str, str] = {
     "rocksdbCommitWriteBatchLatency": "write_batch",

@@ -3,7 +3,7 @@ batches, with no fixed lag threshold.
 
 Pure functions over a `StreamObservation` (what the monitor knows about one stream) and `now`,
 so the same rules run live in the exporter, offline in `streamops status`, and in unit tests on
-recorded progress. The README documents these rules; keep the two in step.
+recorded progress.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import pairwise
 
-from monitor.metric_catalog import StreamStatus, StreamWarningCode
-from streamops.backlog import Backlog
-from streamops.cli_support import human_seconds
+from streamops.delta.backlog import Backlog
+from streamops.monitor.metric_catalog import StreamWarningCode
+from streamops.monitor.status_severity import StreamStatus
+from streamops.plain_text import human_seconds
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def evaluate(
     policy: StatusPolicy = DEFAULT_POLICY,
     offline: bool = False,
 ) -> StatusVerdict:
-    """The status of one stream; the first rule that matches wins (order as in the README)."""
+    """The status of one stream; the first rule that matches wins."""
     obs = observation
     samples = obs.samples[-policy.window :]
     verdict = _status(obs, samples, now, policy, offline)
@@ -266,9 +267,7 @@ def source_change_commits(backlog: Backlog) -> StreamWarning | None:
     )
 
 
-def state_unbounded(
-    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
-) -> StreamWarning | None:
+def state_unbounded(samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY) -> StreamWarning | None:
     """WARNING `state_unbounded`: every batch of the window (at least `min_batches`) holds
     state, the rows held never shrink from one batch to the next and end higher than they
     started, and no operator evicted a single row: nothing bounds the state (a deduplication or
@@ -332,9 +331,7 @@ def late_rows_dropped(samples: tuple[ProgressSample, ...]) -> StreamWarning | No
     )
 
 
-def processing_slower(
-    samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY
-) -> str | None:
+def processing_slower(samples: tuple[ProgressSample, ...], policy: StatusPolicy = DEFAULT_POLICY) -> str | None:
     """LAGGING rule 2: in every batch of the window that read data, the processing rate (rows /
     batch duration) was below the input rate (rows / time since the previous batch started).
 
@@ -343,9 +340,7 @@ def processing_slower(
     found no data reset it, so it reads thousands of rows/s for a stream that is falling behind.
     """
     pairs = [
-        (b, rate)
-        for a, b in pairwise(samples)
-        if b.num_input_rows > 0 and (rate := arrival_rate(a, b)) is not None
+        (b, rate) for a, b in pairwise(samples) if b.num_input_rows > 0 and (rate := arrival_rate(a, b)) is not None
     ]
     if len(pairs) < policy.min_batches:
         return None
@@ -368,8 +363,7 @@ def describe_backlog(backlog: Backlog | None) -> str:
     if backlog is None or backlog.is_empty:
         return "data"
     return (
-        f"{backlog.files} files ({backlog.bytes} bytes, {backlog.versions} versions, "
-        f"oldest {backlog.seconds:.0f}s old)"
+        f"{backlog.files} files ({backlog.bytes} bytes, {backlog.versions} versions, oldest {backlog.seconds:.0f}s old)"
     )
 
 

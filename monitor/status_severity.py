@@ -9,10 +9,12 @@ spells the neutral `gray` its own way.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-from monitor.metric_catalog import StreamStatus
-
+StreamStatus = Literal["ok", "idle", "lagging", "stalled", "failed", "stopped"]
+"""What a stream is doing, judged by `status_rules`; the exporter's `streamops_stream_status`
+stateset has one state per value."""
+STREAM_STATUSES: tuple[str, ...] = get_args(StreamStatus)
 StatusColor = Literal["red", "orange", "gray", "green", "blue"]
 
 SEVERITY: tuple[StreamStatus, ...] = ("failed", "stalled", "lagging", "stopped", "ok", "idle")

@@ -11,6 +11,11 @@ per-table facts (`record_*`), which are cheap, thread-safe dictionary updates.
 
 from __future__ import annotations
 
+from streamops.extras import require, require_pyspark
+
+require("monitor", __name__)
+require_pyspark(__name__)
+
 import logging
 import threading
 import time
@@ -20,17 +25,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from prometheus_client import CollectorRegistry
 
-from monitor.event_queue import EventQueue, RawEvent
-from monitor.exceptions import MonitorError
-from monitor.exporter import FleetCollector, MetricsServer, serve_metrics
-from monitor.fleet import Fleet, TableCommit
-from monitor.metric_catalog import DEFAULT_METRICS_HOST
-from monitor.progress_event import EventKind, QueryStarted
-from monitor.progress_log import ProgressLog
-from monitor.progress_worker import ProgressWorker
-from monitor.source_backlog import SourceBacklog
-from monitor.status_rules import DEFAULT_POLICY, StatusPolicy, StatusVerdict, evaluate
-from streamops.lake_layout import LakeLayout
+from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.monitor.event_queue import EventQueue, RawEvent
+from streamops.monitor.exceptions import MonitorError
+from streamops.monitor.exporter import FleetCollector, MetricsServer, serve_metrics
+from streamops.monitor.fleet import Fleet, TableCommit
+from streamops.monitor.metric_catalog import DEFAULT_METRICS_HOST
+from streamops.monitor.progress_event import EventKind, QueryStarted
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_worker import ProgressWorker
+from streamops.monitor.source_backlog import SourceBacklog
+from streamops.monitor.status_rules import DEFAULT_POLICY, StatusPolicy, StatusVerdict, evaluate
 from streamops.storage.location import LocationLike
 
 if TYPE_CHECKING:
@@ -46,8 +51,8 @@ log = logging.getLogger("streamops.monitor")
 class StreamMonitor:
     def __init__(
         self,
-        spark: "SparkSession",
-        lake: LakeLayout | None,
+        spark: SparkSession,
+        lake: LakeLike | None,
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_METRICS_HOST,
         flush_interval_s: float = 5.0,
@@ -62,7 +67,7 @@ class StreamMonitor:
         endpoint (the metrics are still in `registry`), 0 picks a free port. `registry` defaults
         to a fresh one per monitor."""
         self.spark = spark
-        self.lake = lake
+        self.lake = lake = None if lake is None else LakeLayout.at(lake)
         self.policy = policy
         self.registry = registry if registry is not None else CollectorRegistry()
         self._metrics_port = metrics_port
@@ -71,18 +76,14 @@ class StreamMonitor:
         self._fleet = Fleet(policy)
         self._backlog = SourceBacklog(lake)
         self.progress_log = ProgressLog(lake.query_progress, retention_days) if lake is not None else None
-        self._worker = ProgressWorker(
-            self._queue, self._fleet, self._backlog, self.progress_log, flush_interval_s
-        )
+        self._worker = ProgressWorker(self._queue, self._fleet, self._backlog, self.progress_log, flush_interval_s)
         self._collector = FleetCollector(
             self._fleet,
             lambda: self._queue.dropped,
             policy,
             worker_cpu_seconds=lambda: self._worker.cpu_seconds,
         )
-        self.callback_seconds: deque[float] | None = (
-            deque(maxlen=CALLBACK_TIMINGS_KEPT) if time_callbacks else None
-        )
+        self.callback_seconds: deque[float] | None = deque(maxlen=CALLBACK_TIMINGS_KEPT) if time_callbacks else None
         self._listener: Any = None
         self._server: MetricsServer | None = None
         self._started = False
@@ -92,11 +93,11 @@ class StreamMonitor:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> "StreamMonitor":
+    def start(self) -> StreamMonitor:
         """Start the worker (and the exporter when a port was given), then add the listener."""
         if self._started:
             raise MonitorError("this StreamMonitor is already started: call stop() before starting it again")
-        from monitor.listener import MonitorListener
+        from streamops.monitor.listener import MonitorListener
 
         self._worker.start()
         self.registry.register(self._collector)
@@ -133,7 +134,7 @@ class StreamMonitor:
         self.registry.unregister(self._collector)
         self._started = False
 
-    def __enter__(self) -> "StreamMonitor":
+    def __enter__(self) -> StreamMonitor:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.offset_log import read_batch_offsets
+from streamops.checkpoint.offset_log import read_batch_offsets
+from streamops.delta.commit_metadata import BatchCommitInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
-def batch_commit_info(spark: "SparkSession", stream: str, batch_id: int, checkpoint: Path) -> BatchCommitInfo:
+def batch_commit_info(spark: SparkSession, stream: str, batch_id: int, checkpoint: Path) -> BatchCommitInfo:
     return BatchCommitInfo(
         stream=stream,
         batch_id=batch_id,

@@ -64,13 +64,11 @@ def batch_function(func: BatchFunction) -> BatchFunction:
     stack trace is raised again as `JavaCallFailed`, a native panic as `NativeCodePanicked`,
     anything else unchanged."""
 
-    def run_batch(df: "DataFrame", batch_id: int) -> None:
+    def run_batch(df: DataFrame, batch_id: int) -> None:
         try:
             func(df, batch_id)
         except Exception as error:
-            if _first_py4j_error(error) is None and "Py4JJavaError" not in "".join(
-                traceback.format_exception(error)
-            ):
+            if _first_py4j_error(error) is None and "Py4JJavaError" not in "".join(traceback.format_exception(error)):
                 raise
             raise JavaCallFailed(java_call_summary(error)) from None
         except (KeyboardInterrupt, SystemExit, GeneratorExit):

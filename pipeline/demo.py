@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TextIO
 
-from pipeline.exceptions import DemoError
-from pipeline.generator.event_catalog import MAX_EVENT_TYPES
-from pipeline.generator.run import Progress, generate
-from pipeline.generator.settings import GeneratorSettings
 from streamops.lake_layout import DELTA_LOG_DIR, LakeLayout
+from streamops.pipeline.exceptions import DemoError
+from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
+from streamops.pipeline.generator.run import Progress, generate
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 HOST = "127.0.0.1"
 CONSOLE_START_SECONDS = 90
@@ -137,8 +137,18 @@ class ConsoleProcess:
         self.url = f"http://{HOST}:{port}"
         self._log = open(log, "ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "streamops", "console", "--lake", str(lake.root), "--port", str(port),
-             "--host", HOST],
+            [
+                sys.executable,
+                "-m",
+                "streamops",
+                "console",
+                "--lake",
+                str(lake.root),
+                "--port",
+                str(port),
+                "--host",
+                HOST,
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -185,8 +195,16 @@ class Announcer(threading.Thread):
     """Prints the URLs once the console and the metrics endpoint answer, then the first silver
     commit: what a newcomer waits for."""
 
-    def __init__(self, console: ConsoleProcess, metrics_url: str, lake: LakeLayout, started: float,
-                 stop: threading.Event, on_failure: Callable[[], None], out: TextIO) -> None:
+    def __init__(
+        self,
+        console: ConsoleProcess,
+        metrics_url: str,
+        lake: LakeLayout,
+        started: float,
+        stop: threading.Event,
+        on_failure: Callable[[], None],
+        out: TextIO,
+    ) -> None:
         super().__init__(name="streamops-demo-announcer", daemon=True)
         self.console, self.metrics_url, self.lake, self.started = console, metrics_url, lake, started
         self.stop, self.on_failure, self.out = stop, on_failure, out
@@ -236,9 +254,9 @@ def banner(console_url: str, metrics_url: str, lake: LakeLayout, seconds: float)
 
 def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     """Run until Ctrl-C/SIGTERM or `options.duration`; 0 when every stream stayed healthy."""
-    from pipeline.lake_summary import summarize_lake
-    from pipeline.pipeline_run import RunOptions, run_pipeline
-    from pipeline.silver.silver_stream import SilverSettings
+    from streamops.pipeline.lake_summary import summarize_lake
+    from streamops.pipeline.pipeline_run import RunOptions, run_pipeline
+    from streamops.pipeline.silver.silver_stream import SilverSettings
 
     started = time.monotonic()
     workdir = options.workdir.expanduser().resolve()
@@ -265,8 +283,11 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     timer = threading.Timer(options.duration, request_stop) if options.duration else None
-    print(f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {landing}",
-          file=out, flush=True)
+    print(
+        f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {landing}",
+        file=out,
+        flush=True,
+    )
     console = ConsoleProcess(lake, options.console_port, workdir / "console.log")
     load = DriftingLoad(options, landing, workdir / ".generator", stop)
     announcer = Announcer(
@@ -312,4 +333,3 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     for stream, errors in sorted(report.failures.items()):
         print(f"{stream} failed {len(errors)}x, last: {errors[-1]}", file=out, flush=True)
     return 1 if report.failures else 0
-

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from pipeline.lake_tables import table_access
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.lake_tables import table_access
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
-from pipeline.exceptions import LakeTableError
 from streamops.exceptions import error_line
+from streamops.pipeline.exceptions import LakeTableError
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -45,12 +44,6 @@ QUARANTINE_SCHEMA = pa.schema(
         ("ingest_time", UTC_TIMESTAMP),
     ]
 )
-
-
-def newest_epoch(column: pa.ChunkedArray) -> float | None:
-    """Unix seconds of the newest timestamp in a column (None when it holds none)."""
-    newest = pc.max(column).as_py() if len(column) else None
-    return newest.timestamp() if newest is not None else None
 
 
 @contextmanager

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from monitor.fleet import TableCommit
-from pipeline.registry.schema_alerts import SchemaAlert
-from pipeline.silver.silver_schemas import SilverSchema
 from streamops.lake_layout import BRONZE_STREAM, silver_stream
+from streamops.monitor.fleet import TableCommit
+from streamops.pipeline.registry.schema_alerts import SchemaAlert
+from streamops.pipeline.silver.silver_schemas import SilverSchema
 
 if TYPE_CHECKING:
-    from monitor.stream_monitor import StreamMonitor
+    from streamops.monitor.stream_monitor import StreamMonitor
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Unmonitored:
 
 
 class MonitorEvents:
-    def __init__(self, monitor: "StreamMonitor") -> None:
+    def __init__(self, monitor: StreamMonitor) -> None:
         self.monitor = monitor
 
     def stream_reads_table(self, stream: str, table: Path) -> None:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
-from pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
-from pipeline.lake_tables import require_writable_lake
-from pipeline.pipeline_events import MonitorEvents
-from pipeline.silver.silver_stream import SilverSettings
-from pipeline.spark_session import build_spark
-from pipeline.supervisor import PipelineSettings, RunReport, Supervisor
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
+from streamops.pipeline.lake_tables import require_writable_lake
+from streamops.pipeline.pipeline_events import MonitorEvents
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.supervisor import PipelineSettings, RunReport, Supervisor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,10 +52,8 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
             spark.stop()
 
 
-def _run_with(
-    spark: "SparkSession", options: RunOptions, on_start: Callable[[Supervisor], None] | None
-) -> RunReport:
-    from monitor.stream_monitor import StreamMonitor
+def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supervisor], None] | None) -> RunReport:
+    from streamops.monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(options.lake)
     monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)

@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from monitor.progress_event import exception_summary
-from pipeline.exceptions import IncompatibleSchemaError
+from streamops.monitor.progress_event import exception_summary
+from streamops.pipeline.exceptions import IncompatibleSchemaError
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -29,7 +29,7 @@ STOP_BATCH_TIMEOUT_SECONDS = 30.0
 STOP_POLL_SECONDS = 0.05
 
 
-def stop_between_batches(queries: list["StreamingQuery"], timeout: float) -> None:
+def stop_between_batches(queries: list[StreamingQuery], timeout: float) -> None:
     """Stop each query between two of its batches, waiting up to `timeout` for a running one.
 
     stop() in the middle of a batch cancels its jobs: Spark logs every cancelled write task as an
@@ -57,8 +57,8 @@ class Supervised:
     """One query, with its restart history."""
 
     name: str
-    start: Callable[[], "StreamingQuery"]
-    query: "StreamingQuery | None" = None
+    start: Callable[[], StreamingQuery]
+    query: StreamingQuery | None = None
     failures: int = 0
     next_start: float = 0.0
     last_error: str | None = None
@@ -73,7 +73,7 @@ class QueryRestarts:
         self.supervised: dict[str, Supervised] = {}
         self._policy_stops: dict[str, IncompatibleSchemaError] = {}
 
-    def supervise(self, name: str, start: Callable[[], "StreamingQuery"], now: float) -> None:
+    def supervise(self, name: str, start: Callable[[], StreamingQuery], now: float) -> None:
         entry = Supervised(name, start)
         self.supervised[name] = entry
         self._start(entry, now)

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from pipeline.exceptions import JavaNotFoundError
-from pipeline.bronze.jvm_classifier import classifier_jar
+from streamops.pipeline.bronze.jvm_classifier import classifier_jar
+from streamops.pipeline.exceptions import JavaNotFoundError
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -50,8 +50,8 @@ def build_spark(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from pipeline.delta_connector.delta_source import DeltaSource
-    from pipeline.delta_connector.lake_sink import LakeSink
+    from streamops.pipeline.delta_connector.delta_source import DeltaSource
+    from streamops.pipeline.delta_connector.lake_sink import LakeSink
 
     cores = os.cpu_count() or 2
     settings: dict[str, str] = {
@@ -71,9 +71,9 @@ def build_spark(
     jar = classifier_jar()
     if jar is not None:
         settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
-    builder = SparkSession.builder.master(
-        master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)
-    ).appName(app_name)
+    builder = SparkSession.builder.master(master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)).appName(
+        app_name
+    )
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -28,7 +28,7 @@ def string_literal(text: str) -> str:
     return "'" + "".join(parts) + "'"
 
 
-def is_in(expression_sql: str, values: Iterable[str]) -> "Column":
+def is_in(expression_sql: str, values: Iterable[str]) -> Column:
     """True where the SQL expression's value is one of `values`; false for an empty list."""
     from pyspark.sql import functions as F
 

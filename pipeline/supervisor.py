@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
-from pipeline.delta_connector.connector import DeltaConnector
-from pipeline.registry.event_groups import EventGroupsReader
-from pipeline.registry.management_stream import ManagementBatchWriter, start_management
-from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from pipeline.query_restarts import QueryRestarts, Supervised, first_line
-from pipeline.registry.schema_registry import SchemaRegistry
-from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
-from streamops.abandoned_writes import remove_abandoned_writes
+from streamops.checkpoint.abandoned_writes import remove_abandoned_writes
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
+from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.delta_connector.connector import DeltaConnector
+from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
+from streamops.pipeline.query_restarts import QueryRestarts, Supervised, first_line
+from streamops.pipeline.registry.event_groups import EventGroupsReader
+from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +56,7 @@ class RunReport:
 class Supervisor:
     def __init__(
         self,
-        spark: "SparkSession",
+        spark: SparkSession,
         settings: PipelineSettings,
         connector: DeltaConnector,
         events: PipelineEvents,
@@ -93,7 +93,7 @@ class Supervisor:
             f"{sum(result.quarantined.values())} quarantined, {result.new_variations} new schema variations"
         )
 
-    def _start_bronze(self, available_now: bool) -> "StreamingQuery":
+    def _start_bronze(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(BRONZE_STREAM)
         writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done)
         settings = BronzeSettings(
@@ -104,14 +104,14 @@ class Supervisor:
         )
         return start_bronze(self.spark, self.lake, settings, writer)
 
-    def _start_management(self, available_now: bool) -> "StreamingQuery":
+    def _start_management(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(MANAGEMENT_STREAM)
         writer = ManagementBatchWriter(self.lake, self.connector, self.settings.silver.types_per_group)
         return start_management(
             self.spark, self.lake, self.connector, writer, self.settings.trigger_seconds, available_now
         )
 
-    def _start_group(self, group: str, available_now: bool) -> "StreamingQuery":
+    def _start_group(self, group: str, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(silver_stream(group))
         silver = SilverSettings(
             types_per_group=self.settings.silver.types_per_group,
@@ -145,7 +145,7 @@ class Supervisor:
                 break
         return self.report
 
-    def _drain(self, name: str, start: Callable[[], "StreamingQuery"]) -> None:
+    def _drain(self, name: str, start: Callable[[], StreamingQuery]) -> None:
         """Start an AvailableNow query and wait for it; a failure is reported, the others go on."""
         query = None
         try:

@@ -1,6 +1,6 @@
 """Where every table and checkpoint of a lake lives: the one place paths are spelled.
 
-The layout is a user-facing contract (documented in the README), so every package asks this
+The layout is a user-facing contract (docs/lake-layout.md), so every package asks this
 module for a path instead of joining strings itself. Paths are `Location`s: the lake can be a
 local directory or a URI (`s3://bucket/lake`, `abfss://...`, `gs://...`), and discovering its
 checkpoints and tables costs one LIST per directory level on an object store.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Union
 
 from streamops.exceptions import StreamopsError
 from streamops.storage.location import Location, LocationLike
@@ -73,15 +74,14 @@ class LakeLayout:
     root: Location
 
     @classmethod
-    def at(cls, root: LocationLike) -> "LakeLayout":
-        return cls(Location.of(root))
+    def at(cls, root: LakeLike) -> LakeLayout:
+        """The layout of the lake at `root`: a path, a URI or a `Location` (a layout is kept)."""
+        return root if isinstance(root, LakeLayout) else cls(Location.of(root))
 
-    def require(self) -> "LakeLayout":
+    def require(self) -> LakeLayout:
         """This layout, once its root is known to exist (one LIST on an object store)."""
         if not self.root.is_dir():
-            raise LakeNotFoundError(
-                f"no lake at `{self.root}`: the path does not exist or holds nothing; check --lake"
-            )
+            raise LakeNotFoundError(f"no lake at `{self.root}`: the path does not exist or holds nothing; check --lake")
         return self
 
     @property
@@ -153,3 +153,7 @@ class LakeLayout:
         if stream == MANAGEMENT_STREAM:
             return self.schema_registry
         return None
+
+
+LakeLike = Union[LakeLayout, LocationLike]
+"""What every public function that takes a lake accepts: a path, a URI or a `LakeLayout`."""

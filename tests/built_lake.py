@@ -24,13 +24,13 @@ class BuiltLake:
 
 
 def build_lake(spark, root: Path) -> BuiltLake:
-    from monitor.stream_monitor import StreamMonitor
-    from pipeline.delta_connector.connector import EmbeddedDelta
-    from pipeline.generator.run import generate
-    from pipeline.generator.settings import GeneratorSettings
-    from pipeline.pipeline_events import MonitorEvents
-    from pipeline.silver.silver_stream import SilverSettings
-    from pipeline.supervisor import PipelineSettings, Supervisor
+    from streamops.monitor.stream_monitor import StreamMonitor
+    from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+    from streamops.pipeline.generator.run import generate
+    from streamops.pipeline.generator.settings import GeneratorSettings
+    from streamops.pipeline.pipeline_events import MonitorEvents
+    from streamops.pipeline.silver.silver_stream import SilverSettings
+    from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
     manifest = generate(
         GeneratorSettings(

@@ -1,31 +1,69 @@
 """Shared fixtures: one SparkSession for the whole test session, one lake the pipeline wrote,
-and a fresh lake per test."""
+and a fresh lake per test; and the markers that let the everyday loop skip the slow suites.
+
+Markers (pyproject.toml): `spark` is set here on every test that uses a SparkSession; modules
+that run the whole pipeline or start outside servers mark themselves `e2e` or `services`.
+`pytest -m "not e2e and not services"` is the everyday loop; CI runs everything.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import pytest
 from built_lake import BuiltLake, build_lake
 
+from streamops.extras import MissingExtraError
 from streamops.lake_layout import LakeLayout
+
+SPARK_FIXTURES = frozenset({"spark", "built_lake"})
+TEST_SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false"}
+DELTA_SPARK_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for every test that needs Spark (starting one costs ~10 s).
 
-    Tests must stop the queries they start; this fixture stops any left over, then Spark.
+    The pipeline's session where the pipeline can run; on an older PySpark (the monitor's
+    tests run on 3.5 too) a plain session with the same settings. Tests must stop the queries
+    they start; this fixture stops any left over, then Spark.
     """
-    from pipeline.spark_session import build_spark
+    try:
+        from streamops.pipeline.spark_session import build_spark
 
-    session = build_spark(
-        master="local[2]",
-        app_name="streamops-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    )
+        session = build_spark(master="local[2]", app_name="streamops-tests", conf=TEST_SPARK_CONF)
+    except MissingExtraError:
+        session = _plain_spark()
     yield session
     for query in session.streams.active:
         query.stop()
     session.stop()
+
+
+def _plain_spark():
+    """Spark with delta-spark's own connector (its JARs through `spark.jars.packages`)."""
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master("local[2]").appName("streamops-tests")
+    for key, value in {**TEST_SPARK_CONF, **DELTA_SPARK_CONF, "spark.sql.session.timeZone": "UTC"}.items():
+        builder = builder.config(key, value)
+    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 @pytest.fixture

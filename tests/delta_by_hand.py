@@ -57,12 +57,24 @@ class HandTable:
         }
         self.commit(
             "CREATE TABLE",
-            {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                          "readerFeatures": list(reader_features), "writerFeatures": list(reader_features)}},
-            {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                          "schemaString": json.dumps(schema), "partitionColumns": list(partition_columns),
-                          "configuration": {"delta.enableDeletionVectors": "true"},
-                          "createdTime": _now()}},
+            {
+                "protocol": {
+                    "minReaderVersion": 3,
+                    "minWriterVersion": 7,
+                    "readerFeatures": list(reader_features),
+                    "writerFeatures": list(reader_features),
+                }
+            },
+            {
+                "metaData": {
+                    "id": str(uuid.uuid4()),
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps(schema),
+                    "partitionColumns": list(partition_columns),
+                    "configuration": {"delta.enableDeletionVectors": "true"},
+                    "createdTime": _now(),
+                }
+            },
         )
 
     def commit(self, operation: str, *actions: dict[str, Any]) -> int:
@@ -76,9 +88,14 @@ class HandTable:
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(rows, path)
-        return {"path": quote(name), "partitionValues": partition_values or {}, "size": path.stat().st_size,
-                "modificationTime": _now(), "dataChange": True,
-                "stats": json.dumps({"numRecords": rows.num_rows})}
+        return {
+            "path": quote(name),
+            "partitionValues": partition_values or {},
+            "size": path.stat().st_size,
+            "modificationTime": _now(),
+            "dataChange": True,
+            "stats": json.dumps({"numRecords": rows.num_rows}),
+        }
 
     def deletion_vector_file(self, deletions: list[list[int]], prefix: str = "") -> list[dict[str, Any]]:
         """One file holding a deletion vector per list of row indexes; their descriptors (`u`)."""
@@ -87,8 +104,15 @@ class HandTable:
         descriptors = []
         for rows in deletions:
             data = roaring_bitmap_array(rows)
-            descriptors.append({"storageType": "u", "pathOrInlineDv": prefix + z85(token.bytes),
-                                "offset": len(blob), "sizeInBytes": len(data), "cardinality": len(set(rows))})
+            descriptors.append(
+                {
+                    "storageType": "u",
+                    "pathOrInlineDv": prefix + z85(token.bytes),
+                    "offset": len(blob),
+                    "sizeInBytes": len(data),
+                    "cardinality": len(set(rows)),
+                }
+            )
             blob += struct.pack(">I", len(data)) + data + struct.pack(">I", zlib.crc32(data))
         directory = self.root / prefix if prefix else self.root
         directory.mkdir(parents=True, exist_ok=True)
@@ -98,15 +122,28 @@ class HandTable:
     @staticmethod
     def inline_deletion_vector(rows: list[int]) -> dict[str, Any]:
         data = roaring_bitmap_array(rows)
-        return {"storageType": "i", "pathOrInlineDv": z85(data + b"\0" * (-len(data) % 4)),
-                "sizeInBytes": len(data), "cardinality": len(set(rows))}
+        return {
+            "storageType": "i",
+            "pathOrInlineDv": z85(data + b"\0" * (-len(data) % 4)),
+            "sizeInBytes": len(data),
+            "cardinality": len(set(rows)),
+        }
 
     def delete_rows(self, adds: list[dict[str, Any]], vectors: list[dict[str, Any]]) -> int:
         """A DELETE with deletion vectors: each file removed and added again with its vector."""
         actions: list[dict[str, Any]] = []
         for add, vector in zip(adds, vectors):
-            actions.append({"remove": {"path": add["path"], "deletionTimestamp": _now(), "dataChange": True,
-                                       "partitionValues": add["partitionValues"], "size": add["size"]}})
+            actions.append(
+                {
+                    "remove": {
+                        "path": add["path"],
+                        "deletionTimestamp": _now(),
+                        "dataChange": True,
+                        "partitionValues": add["partitionValues"],
+                        "size": add["size"],
+                    }
+                }
+            )
             actions.append({"add": {**add, "deletionVector": vector}})
         return self.commit("DELETE", *actions)
 

@@ -1,16 +1,15 @@
 """Dependencies run one way, and no module needs another that needs it back.
 
     streamops (core: Spark-free readers and writers of on-disk formats, the lake layout,
-      ▲        errors, CLI helpers)
-      ├── checkpoint_tools (inspect, correlate, doctor, rewind)
-      └── monitor (listener, progress log, status, exporter)
+      ▲        errors, plain-text rendering, optional-dependency checks)
+      ├── streamops.checkpoint_tools (inspect, correlate, doctor, rewind, maintenance)
+      └── streamops.monitor (listener, progress log, status, exporter)
             ▲
-            pipeline (bronze, registry, silver, delta_connector, generator, supervisor, demo)
+            streamops.pipeline (bronze, registry, silver, delta_connector, generator, supervisor, demo)
               ▲
-              dashboards (Grafana, Prometheus rules, the console)
+              streamops.dashboards (Grafana, Prometheus rules, the console)
                 ▲
-                the command line: each package's `cli.register`, found by `streamops.cli`
-                through the `streamops.commands` entry points in pyproject.toml
+                streamops.cli (the command line: one module per command group)
 
 Read statically (ast), so a module is checked without importing it; every import counts,
 including those inside functions. Imports under `if TYPE_CHECKING:` count too: none crosses a
@@ -20,34 +19,46 @@ layer or closes a cycle today, and keeping them in the check keeps it that way.
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parent.parent
+FOLDERS: dict[str, str] = {
+    "streamops": "streamops",
+    "streamops.checkpoint_tools": "checkpoint_tools",
+    "streamops.monitor": "monitor",
+    "streamops.pipeline": "pipeline",
+    "streamops.dashboards": "dashboards",
+}
+"""Each package and the repository folder it installs from (pyproject.toml's package-dir)."""
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "streamops": frozenset(),
-    "checkpoint_tools": frozenset({"streamops"}),
-    "monitor": frozenset({"streamops"}),
-    "pipeline": frozenset({"streamops", "monitor"}),
-    "dashboards": frozenset({"streamops", "checkpoint_tools", "monitor", "pipeline"}),
+    "streamops.checkpoint_tools": frozenset({"streamops"}),
+    "streamops.monitor": frozenset({"streamops"}),
+    "streamops.pipeline": frozenset({"streamops", "streamops.monitor"}),
+    "streamops.dashboards": frozenset(
+        {"streamops", "streamops.checkpoint_tools", "streamops.monitor", "streamops.pipeline"}
+    ),
+    "streamops.cli": frozenset(FOLDERS),
 }
-"""Which packages each package may import besides itself. checkpoint_tools and monitor are
-siblings (neither needs the other); the pipeline reports to the monitor but diagnoses nothing."""
-PACKAGES = tuple(MAY_IMPORT)
-COMMANDS_GROUP = "streamops.commands"
+"""Which layers each layer may import besides itself. checkpoint_tools and monitor are
+siblings (neither needs the other); the pipeline reports to the monitor but diagnoses nothing;
+the command line sits on top of everything and nothing imports it."""
+LAYERS = tuple(MAY_IMPORT)
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def module_name(package: str, path: Path) -> str:
+    parts = path.relative_to(ROOT / FOLDERS[package]).with_suffix("").parts
+    return ".".join((package, *(parts[:-1] if parts[-1] == "__init__" else parts))).rstrip(".")
 
 
 def all_modules() -> dict[str, Path]:
     return {
-        module_name(path): path
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
+        module_name(package, path): path
+        for package in FOLDERS
+        for path in sorted((ROOT / FOLDERS[package]).rglob("*.py"))
     }
 
 
@@ -128,13 +139,23 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def package_of(module: str) -> str:
-    return module.split(".", 1)[0]
+    """The layer a module belongs to: the longest layer name it starts with."""
+    if module == "streamops.__main__":
+        return "streamops.cli"
+    return max((layer for layer in LAYERS if module == layer or module.startswith(layer + ".")), key=len)
 
 
 def test_the_map_covers_every_package_and_points_one_way():
-    assert sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()) == sorted(PACKAGES)
-    package_graph = {package: dict.fromkeys(MAY_IMPORT[package], 0) for package in PACKAGES}
-    assert cycles(package_graph) == []
+    assert sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()) == sorted(FOLDERS.values())
+    layer_graph = {layer: dict.fromkeys(MAY_IMPORT[layer] - {layer}, 0) for layer in LAYERS}
+    assert cycles(layer_graph) == []
+
+
+def test_the_package_dirs_in_pyproject_are_the_map():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == FOLDERS
+    found = sorted(module for module, path in all_modules().items() if path.name == "__init__.py")
+    assert sorted(setuptools["packages"]) == found
 
 
 def test_no_module_imports_a_package_above_it():
@@ -152,11 +173,20 @@ def test_no_import_cycle_between_modules():
     assert found == [], "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-def test_the_command_line_is_assembled_from_each_package_registering_its_own_commands():
-    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][COMMANDS_GROUP]
-    with_cli = sorted(p for p in PACKAGES if (ROOT / p / "cli.py").is_file() and p != "streamops")
-    assert entry_points == {package: f"{package}.cli:register" for package in with_cli}
-    assert set(import_graph()["streamops.cli"]) <= {m for m in all_modules() if package_of(m) == "streamops"}
+def test_nothing_imports_the_command_line():
+    wrong = [
+        f"{module} imports {target}"
+        for module, edges in sorted(import_graph().items())
+        if package_of(module) != "streamops.cli"
+        for target in edges
+        if package_of(target) == "streamops.cli"
+    ]
+    assert wrong == []
+
+
+def test_the_console_script_is_the_command_lines_main():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"streamops": "streamops.cli:main"}
 
 
 def test_the_checker_sees_function_local_relative_and_package_imports(tmp_path):
@@ -165,13 +195,19 @@ def test_the_checker_sees_function_local_relative_and_package_imports(tmp_path):
     source.parent.mkdir(parents=True)
     source.write_text(
         "import os\nfrom . import sibling\nfrom ..top import name\n"
-        "def f():\n    from pipeline.bronze import jvm_classifier\n"
-        "if True:\n    import monitor.fleet\n"
+        "def f():\n    from streamops.pipeline.bronze import jvm_classifier\n"
+        "if True:\n    import streamops.monitor.fleet\n"
     )
     names = [name for name, _ in imported_names("pkg.sub.mod", source)]
-    assert names == ["os", "pkg.sub.sibling", "pkg.top.name", "pipeline.bronze.jvm_classifier", "monitor.fleet"]
+    assert names == [
+        "os",
+        "pkg.sub.sibling",
+        "pkg.top.name",
+        "streamops.pipeline.bronze.jvm_classifier",
+        "streamops.monitor.fleet",
+    ]
     modules = all_modules()
-    assert resolve("pipeline.bronze.jvm_classifier", modules) == "pipeline.bronze.jvm_classifier"
-    assert resolve("pipeline.cli.register", modules) == "pipeline.cli"
+    assert resolve("streamops.pipeline.bronze.jvm_classifier", modules) == "streamops.pipeline.bronze.jvm_classifier"
+    assert resolve("streamops.cli.run.register", modules) == "streamops.cli.run"
     assert resolve("os.path", modules) is None
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]

@@ -3,10 +3,10 @@ CI tested (`pip install -c constraints.txt -e '.[test]'`)."""
 
 from __future__ import annotations
 
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -29,7 +29,10 @@ def pins() -> dict[str, str]:
 def declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project.get("optional-dependencies", {})
-    return [Requirement(r) for r in project["dependencies"] + [r for group in extras.values() for r in group]]
+    requirements = [Requirement(r) for r in project["dependencies"] + [r for group in extras.values() for r in group]]
+    return [
+        r for r in requirements if canonicalize_name(r.name) != canonicalize_name(project["name"])
+    ]  # extras of extras
 
 
 def test_every_declared_dependency_is_pinned_to_a_version_it_accepts():

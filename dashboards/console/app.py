@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboards.console.page_shell import page_path
+from streamops.dashboards.console.page_shell import page_path
 
 PAGES = (
     ("fleet_view.py", "Fleet", "fleet", ":material/monitoring:"),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from streamops.monitor.progress_record import COLUMN
 from streamops.storage.location import Location
 
 BATCH_COLUMNS = [
@@ -49,7 +50,9 @@ def version_range(versions: list[int]) -> str:
 def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Location) -> pd.DataFrame:
     """Newest batch first. `rows_read`/`duration_ms` come from the newest progress row of each
     batch id (a replayed batch has one per attempt)."""
-    measured = history.drop_duplicates("batch_id", keep="last").set_index("batch_id") if len(history) else None
+    measured = (
+        history.drop_duplicates(COLUMN.batch_id, keep="last").set_index(COLUMN.batch_id) if len(history) else None
+    )
     records = []
     for batch in correlation["batches"]:
         source = batch["source"] or {}
@@ -58,7 +61,9 @@ def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Lo
             + (f" ({c['rows']} rows)" if c["rows"] is not None else "")
             for c in batch["sink_commits"]
         ]
-        progress = measured.loc[batch["batch_id"]] if measured is not None and batch["batch_id"] in measured.index else None
+        progress = (
+            measured.loc[batch["batch_id"]] if measured is not None and batch["batch_id"] in measured.index else None
+        )
         records.append(
             {
                 "batch_id": batch["batch_id"],
@@ -70,8 +75,8 @@ def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Lo
                 "source_rows": source.get("rows"),
                 "source_bytes": source.get("bytes"),
                 "sink_commits": "; ".join(sinks),
-                "rows_read": None if progress is None else progress["num_input_rows"],
-                "duration_ms": None if progress is None else progress["batch_duration_ms"],
+                "rows_read": None if progress is None else progress[COLUMN.num_input_rows],
+                "duration_ms": None if progress is None else progress[COLUMN.batch_duration_ms],
                 "problem": source.get("problem"),
             }
         )

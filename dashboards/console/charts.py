@@ -10,8 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from monitor.progress_log import PHASE_COLUMNS
-from monitor.status_severity import StatusColor
+from streamops.monitor.progress_record import COLUMN, PHASE_COLUMNS
+from streamops.monitor.status_severity import StatusColor
 
 SMALL_HEIGHT = 140
 COLOR_HEX: dict[StatusColor, str] = {
@@ -40,25 +40,27 @@ def trend(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
     return (
         small_chart(frame, title)
         .mark_bar()
-        .encode(x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"])
+        .encode(
+            x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"]
+        )
     )
 
 
 def with_input_rate(history: pd.DataFrame) -> pd.DataFrame:
     """Adds `input_rate`: the batch's rows over the seconds since the previous batch of its run."""
-    gap = history.groupby("run_id")["timestamp"].diff().dt.total_seconds()
-    rate = history["num_input_rows"] / gap.where(gap > 0)
+    gap = history.groupby(COLUMN.run_id)[COLUMN.timestamp].diff().dt.total_seconds()
+    rate = history[COLUMN.num_input_rows] / gap.where(gap > 0)
     return history.assign(input_rate=rate)
 
 
 def rates(history: pd.DataFrame) -> alt.Chart:
     frame = with_input_rate(history)
     long = frame.melt(
-        id_vars=["timestamp", "batch_id"],
-        value_vars=["input_rate", "processed_rows_per_second"],
+        id_vars=[COLUMN.timestamp, COLUMN.batch_id],
+        value_vars=["input_rate", COLUMN.processed_rows_per_second],
         var_name="rate",
         value_name="rows_per_second",
-    ).replace({"rate": {"input_rate": "input", "processed_rows_per_second": "processed"}})
+    ).replace({"rate": {"input_rate": "input", COLUMN.processed_rows_per_second: "processed"}})
     return (
         small_chart(long.dropna(), "Input vs processed rows/s")
         .mark_line(point=True)
@@ -73,9 +75,9 @@ def rates(history: pd.DataFrame) -> alt.Chart:
 
 def phases(history: pd.DataFrame) -> alt.Chart:
     columns = {PHASE_COLUMNS[p]: p for p in BATCH_PHASES_SHOWN}
-    long = history.melt(
-        id_vars=["batch_id"], value_vars=list(columns), var_name="phase", value_name="ms"
-    ).replace({"phase": columns})
+    long = history.melt(id_vars=[COLUMN.batch_id], value_vars=list(columns), var_name="phase", value_name="ms").replace(
+        {"phase": columns}
+    )
     return (
         small_chart(long.dropna(), "Batch duration by phase (ms)")
         .mark_bar()
@@ -89,23 +91,26 @@ def phases(history: pd.DataFrame) -> alt.Chart:
 
 
 def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
-    column = f"backlog_{measure}"
+    column = getattr(COLUMN, f"backlog_{measure}")
     return (
         small_chart(history.dropna(subset=[column]), f"Backlog ({measure}) after each batch")
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
-        .encode(x=alt.X("timestamp:T", title=None), y=alt.Y(f"{column}:Q", title=None),
-                tooltip=["batch_id:Q", f"{column}:Q"])
+        .encode(
+            x=alt.X("timestamp:T", title=None),
+            y=alt.Y(f"{column}:Q", title=None),
+            tooltip=["batch_id:Q", f"{column}:Q"],
+        )
     )
 
 
 def state(history: pd.DataFrame) -> alt.Chart:
     """Rows held by the stream's stateful operators after each batch, with rows dropped as late."""
     long = history.melt(
-        id_vars=["timestamp", "batch_id"],
-        value_vars=["state_rows_total", "state_rows_dropped_by_watermark"],
+        id_vars=[COLUMN.timestamp, COLUMN.batch_id],
+        value_vars=[COLUMN.state_rows_total, COLUMN.state_rows_dropped_by_watermark],
         var_name="measure",
         value_name="rows",
-    ).replace({"measure": {"state_rows_total": "held", "state_rows_dropped_by_watermark": "dropped late"}})
+    ).replace({"measure": {COLUMN.state_rows_total: "held", COLUMN.state_rows_dropped_by_watermark: "dropped late"}})
     return (
         small_chart(long.dropna(), "State rows after each batch")
         .mark_line(point=True, interpolate="step-after")
@@ -121,8 +126,8 @@ def state(history: pd.DataFrame) -> alt.Chart:
 def watermark_lag(history: pd.DataFrame) -> alt.Chart:
     """Batch start minus its watermark: a line that only climbs while rows arrive is a stalled
     watermark (Spark reports the epoch until it sets one; those batches are left out)."""
-    watermark = history["watermark"].where(history["watermark"] > pd.Timestamp(0, tz="UTC"))
-    frame = history.assign(lag_seconds=(history["timestamp"] - watermark).dt.total_seconds())
+    watermark = history[COLUMN.watermark].where(history[COLUMN.watermark] > pd.Timestamp(0, tz="UTC"))
+    frame = history.assign(lag_seconds=(history[COLUMN.timestamp] - watermark).dt.total_seconds())
     return (
         small_chart(frame.dropna(subset=["lag_seconds"]), "Watermark lag (s)")
         .mark_line(point=True)

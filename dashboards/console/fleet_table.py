@@ -14,9 +14,9 @@ from typing import Literal, get_args
 
 import pandas as pd
 
-from monitor.fleet_status import StreamStatusRow
-from monitor.status_severity import SEVERITY
 from streamops.lake_layout import group_of
+from streamops.monitor.fleet_status import StreamStatusRow
+from streamops.monitor.status_severity import SEVERITY
 
 SortKey = Literal[
     "severity",
@@ -71,8 +71,13 @@ def fleet_frame(rows: Sequence[StreamStatusRow], now: float | None = None) -> pd
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     for column in ("last_batch_id", "backlog_versions", "backlog_files", "backlog_bytes"):
         frame[column] = frame[column].astype("Int64")
-    for column in ("last_batch_age_seconds", "backlog_seconds", "freshness_seconds",
-                   "input_rows_per_second", "processed_rows_per_second"):
+    for column in (
+        "last_batch_age_seconds",
+        "backlog_seconds",
+        "freshness_seconds",
+        "input_rows_per_second",
+        "processed_rows_per_second",
+    ):
         frame[column] = frame[column].astype("float64")
     return frame
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboards.console import charts, lake_reads
-from dashboards.console.fleet_table import (
+from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.fleet_table import (
     SORT_KEYS,
     FleetFilter,
     fleet_frame,
@@ -20,11 +20,11 @@ from dashboards.console.fleet_table import (
     sort_fleet,
     status_counts,
 )
-from dashboards.console.page_shell import open_lake, page_path, plain
-from monitor.fleet_status import StreamStatusRow
-from monitor.status_severity import ATTENTION, SEVERITY, WARNING, status_color
+from streamops.dashboards.console.page_shell import open_lake, page_path, plain
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet_status import StreamStatusRow
+from streamops.monitor.status_severity import ATTENTION, SEVERITY, WARNING, status_color
 
 PAGE_SIZES = (25, 50, 100, 200)
 ROW_HEIGHT = 35
@@ -81,9 +81,7 @@ def _attention(rows: list[StreamStatusRow], lake: LakeLayout) -> None:
     if not urgent:
         st.success("No failed or stalled stream.")
         return
-    lines = [
-        f"- {row.status.upper()} `{row.stream}`: {plain(row.reason)}" for row in urgent[:ATTENTION_LISTED]
-    ]
+    lines = [f"- {row.status.upper()} `{row.stream}`: {plain(row.reason)}" for row in urgent[:ATTENTION_LISTED]]
     if len(urgent) > ATTENTION_LISTED:
         lines.append(f"- ... and {len(urgent) - ATTENTION_LISTED} more (filter the table by status)")
     st.error(
@@ -123,14 +121,13 @@ def _table(rows: list[StreamStatusRow], judged_at: float) -> None:
     counts = frame["status"].value_counts()
     groups = sorted(g for g in frame["group"].unique() if g)
     a, b, c, d, e, f, g = st.columns([3, 2, 3, 2, 1.4, 1, 1])
-    statuses = a.multiselect(
-        "Status", SEVERITY, key="status_filter", format_func=lambda s: f"{s} ({counts.get(s, 0)})"
-    )
+    statuses = a.multiselect("Status", SEVERITY, key="status_filter", format_func=lambda s: f"{s} ({counts.get(s, 0)})")
     chosen_groups = b.multiselect("Group", groups, key="group_filter")
     search = c.text_input("Search", key="search", placeholder="stream, group or reason")
     sort_key = d.selectbox("Sort by", SORT_KEYS, format_func=SORT_LABELS.__getitem__, key="sort")
-    descending = e.selectbox("Order", (True, False), format_func=lambda v: "high first" if v else "low first",
-                             key="descending")
+    descending = e.selectbox(
+        "Order", (True, False), format_func=lambda v: "high first" if v else "low first", key="descending"
+    )
     page_size = f.selectbox("Rows", PAGE_SIZES, index=1, key="page_size")
     shown = sort_fleet(FleetFilter(tuple(statuses), tuple(chosen_groups), search).apply(frame), sort_key, descending)
     pages = page_count(len(shown), page_size)

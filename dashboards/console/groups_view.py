@@ -9,11 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboards.console import charts, lake_reads
-from dashboards.console.page_shell import open_lake, page_path
-from monitor.fleet_status import StreamStatusRow
+from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.page_shell import open_lake, page_path
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout, silver_stream
+from streamops.monitor.fleet_status import StreamStatusRow
 
 
 def group_summary(groups: pd.DataFrame, rows: list[StreamStatusRow]) -> pd.DataFrame:
@@ -21,8 +21,11 @@ def group_summary(groups: pd.DataFrame, rows: list[StreamStatusRow]) -> pd.DataF
     status = {row.stream: row.status for row in rows}
     summary = (
         groups.groupby("group")
-        .agg(event_types=("event_type", "size"), types=("event_type", lambda t: ", ".join(sorted(t))),
-             first_assigned=("assigned_at", "min"))
+        .agg(
+            event_types=("event_type", "size"),
+            types=("event_type", lambda t: ", ".join(sorted(t))),
+            first_assigned=("assigned_at", "min"),
+        )
         .reset_index()
     )
     summary.insert(1, "stream", summary["group"].map(silver_stream))
@@ -59,7 +62,9 @@ def render(lake: LakeLayout) -> None:
     if chosen:
         st.switch_page(page_path("stream_view.py"), query_params={"stream": summary.iloc[chosen[0]]["stream"]})
     search = st.text_input("Find an event type", key="event_type_search", placeholder="e.g. match_end")
-    shown = groups[groups["event_type"].str.contains(search.strip(), case=False, regex=False)] if search.strip() else groups
+    shown = (
+        groups[groups["event_type"].str.contains(search.strip(), case=False, regex=False)] if search.strip() else groups
+    )
     st.dataframe(shown, hide_index=True, key="assignments")
 
 

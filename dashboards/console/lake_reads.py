@@ -1,6 +1,6 @@
 """Everything the console reads from a lake, cached, read-only, through the packages that own it.
 
-Statuses come from `monitor.fleet_status`, batches and findings from `checkpoint_tools`, tables
+Statuses come from `streamops.monitor.fleet_status`, batches and findings from `checkpoint_tools`, tables
 through delta-rs. Each read is cached for `CACHE_SECONDS` and keyed by the lake root and the
 validated names it was given, so a page rerun (every click) costs a dictionary lookup and a
 1,000-stream fleet is judged once per interval, not once per viewer. Names reach a path only
@@ -20,42 +20,52 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from checkpoint_tools.correlation import correlate
-from checkpoint_tools.doctor import checkpoint_targets, diagnose
-from checkpoint_tools.sink_index import SinkTableIndex
-from dashboards.console import LAKE_ENV
-from dashboards.exceptions import ConsoleError
-from monitor.fleet_status import StreamStatusRow, fleet_status
-from monitor.progress_log import PHASE_COLUMNS, ProgressLog
-from streamops.delta_read import is_table, read_delta
+from streamops.checkpoint_tools.correlation import correlate
+from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose
+from streamops.checkpoint_tools.sink_index import SinkTableIndex
+from streamops.dashboards.console import LAKE_ENV
+from streamops.dashboards.exceptions import ConsoleError
+from streamops.delta.read import is_table, read_delta
 from streamops.lake_layout import LakeLayout, is_valid_event_type
+from streamops.monitor.fleet_status import StreamStatusRow, fleet_status
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import COLUMN, PHASE_COLUMNS
 from streamops.storage.location import Location
 
 CACHE_SECONDS = 10
 TREND_MINUTES = 60
 HISTORY_BATCHES = 300
 """Newest batches of one stream the stream view charts."""
-QUARANTINE_COLUMNS = ["stream", "batch_id", "reason", "detail", "event_type", "schema_hash",
-                      "raw_text", "source_file", "ingest_time"]
-HISTORY_COLUMNS = [
-    "timestamp",
-    "run_id",
+QUARANTINE_COLUMNS = [
+    "stream",
     "batch_id",
-    "num_input_rows",
-    "input_rows_per_second",
-    "processed_rows_per_second",
-    "batch_duration_ms",
+    "reason",
+    "detail",
+    "event_type",
+    "schema_hash",
+    "raw_text",
+    "source_file",
+    "ingest_time",
+]
+HISTORY_COLUMNS = [
+    COLUMN.timestamp,
+    COLUMN.run_id,
+    COLUMN.batch_id,
+    COLUMN.num_input_rows,
+    COLUMN.input_rows_per_second,
+    COLUMN.processed_rows_per_second,
+    COLUMN.batch_duration_ms,
     *PHASE_COLUMNS.values(),
-    "backlog_versions",
-    "backlog_files",
-    "backlog_bytes",
-    "backlog_seconds",
-    "backlog_offsets",
-    "event_time_max",
-    "watermark",
-    "state_rows_total",
-    "state_memory_bytes",
-    "state_rows_dropped_by_watermark",
+    COLUMN.backlog_versions,
+    COLUMN.backlog_files,
+    COLUMN.backlog_bytes,
+    COLUMN.backlog_seconds,
+    COLUMN.backlog_offsets,
+    COLUMN.event_time_max,
+    COLUMN.watermark,
+    COLUMN.state_rows_total,
+    COLUMN.state_memory_bytes,
+    COLUMN.state_rows_dropped_by_watermark,
 ]
 
 
@@ -83,18 +93,18 @@ def fleet(root: str) -> tuple[list[StreamStatusRow], float]:
 def fleet_trend(root: str, minutes: int = TREND_MINUTES) -> pd.DataFrame:
     """Per minute over the last `minutes`: rows read, batches, streams reporting, worst backlog."""
     log = ProgressLog(LakeLayout.at(root).query_progress)
-    columns = ["timestamp", "stream", "num_input_rows", "backlog_seconds"]
+    columns = [COLUMN.timestamp, COLUMN.stream, COLUMN.num_input_rows, COLUMN.backlog_seconds]
     frame = log.read(columns=columns, events=["progress"], days=log.days()[:2]).to_pandas()
     since = pd.Timestamp.now(tz="UTC") - timedelta(minutes=minutes)
-    frame = frame[frame["timestamp"] >= since]
+    frame = frame[frame[COLUMN.timestamp] >= since]
     if frame.empty:
         return pd.DataFrame(columns=["minute", "rows", "batches", "streams", "max_backlog_seconds"])
-    per_minute = frame.assign(minute=frame["timestamp"].dt.floor("min")).groupby("minute")
+    per_minute = frame.assign(minute=frame[COLUMN.timestamp].dt.floor("min")).groupby("minute")
     return per_minute.agg(
-        rows=("num_input_rows", "sum"),
-        batches=("stream", "size"),
-        streams=("stream", "nunique"),
-        max_backlog_seconds=("backlog_seconds", "max"),
+        rows=(COLUMN.num_input_rows, "sum"),
+        batches=(COLUMN.stream, "size"),
+        streams=(COLUMN.stream, "nunique"),
+        max_backlog_seconds=(COLUMN.backlog_seconds, "max"),
     ).reset_index()
 
 
@@ -112,7 +122,7 @@ def stream_history(root: str, stream: str, batches: int = HISTORY_BATCHES) -> pd
             break
     if not frames:
         return pd.DataFrame(columns=HISTORY_COLUMNS)
-    history = pd.concat(frames, ignore_index=True).sort_values("timestamp", kind="stable")
+    history = pd.concat(frames, ignore_index=True).sort_values(COLUMN.timestamp, kind="stable")
     return history.tail(batches).reset_index(drop=True)
 
 
@@ -166,7 +176,9 @@ def checkpoint_streams(root: str) -> list[str]:
 # -- tables (delta-rs) ----------------------------------------------------------------------------
 
 
-def _read(path: Location, columns: Sequence[str] | None = None, filters: list[tuple] | None = None) -> pd.DataFrame | None:
+def _read(
+    path: Location, columns: Sequence[str] | None = None, filters: list[tuple] | None = None
+) -> pd.DataFrame | None:
     """The table as a frame, or None while it does not exist yet (a lake still starting)."""
     if not is_table(path):
         return None
@@ -208,7 +220,11 @@ def quarantine_counts(root: str) -> pd.DataFrame | None:
 def quarantine_rows(root: str, reason: str) -> pd.DataFrame | None:
     """Quarantined records of one reason, newest first (the raw bytes column is not read)."""
     frame = _read(LakeLayout.at(root).bronze_quarantine, columns=QUARANTINE_COLUMNS, filters=[("reason", "=", reason)])
-    return None if frame is None else frame.sort_values("ingest_time", ascending=False, kind="stable").reset_index(drop=True)
+    return (
+        None
+        if frame is None
+        else frame.sort_values("ingest_time", ascending=False, kind="stable").reset_index(drop=True)
+    )
 
 
 def registry_event_types(registry: pd.DataFrame | None) -> list[str]:

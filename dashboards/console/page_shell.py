@@ -11,10 +11,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboards.console import lake_reads
-from monitor.status_severity import status_color
+from streamops.dashboards.console import lake_reads
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.status_severity import status_color
 
 SEVERITY_MARKDOWN_COLOR = {"error": "red", "warning": "orange", "info": "blue"}
 PAGE_DIR = Path(__file__).parent

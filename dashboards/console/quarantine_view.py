@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboards.console import charts, lake_reads
-from dashboards.console.fleet_table import page_count, page_of
-from dashboards.console.page_shell import open_lake
+from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.fleet_table import page_count, page_of
+from streamops.dashboards.console.page_shell import open_lake
 from streamops.lake_layout import LakeLayout
 
 PAGE_SIZE = 50

@@ -12,15 +12,34 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboards.console import lake_reads
-from dashboards.console.page_shell import open_lake
-from dashboards.console.schema_diff import diff_schemas, flatten_schema
+from streamops.dashboards.console import lake_reads
+from streamops.dashboards.console.page_shell import open_lake
+from streamops.dashboards.console.schema_diff import diff_schemas, flatten_schema
 from streamops.lake_layout import LakeLayout, is_valid_event_type
 
-HISTORY_COLUMNS = ["seen_order", "schema_version", "variation_hash", "change_kind", "changes",
-                   "first_seen", "first_bronze_version", "batch_id"]
-ALERT_COLUMNS = ["detected_at", "event_type", "field", "old_type", "new_type", "rows_affected", "action",
-                 "stream", "batch_id", "variation_hash", "first_bronze_version"]
+HISTORY_COLUMNS = [
+    "seen_order",
+    "schema_version",
+    "variation_hash",
+    "change_kind",
+    "changes",
+    "first_seen",
+    "first_bronze_version",
+    "batch_id",
+]
+ALERT_COLUMNS = [
+    "detected_at",
+    "event_type",
+    "field",
+    "old_type",
+    "new_type",
+    "rows_affected",
+    "action",
+    "stream",
+    "batch_id",
+    "variation_hash",
+    "first_bronze_version",
+]
 
 
 def describe_changes(changed_fields: str | None) -> str:
@@ -94,10 +113,20 @@ def _diff(history: pd.DataFrame) -> None:
     else:
         labels = [variation_label(row) for _, row in history.iterrows()]
         left, right = st.columns(2)
-        old_index = left.selectbox("From variation", range(len(labels)), format_func=labels.__getitem__,
-                                   index=max(0, len(labels) - 2), key="diff_from_variation")
-        new_index = right.selectbox("To variation", range(len(labels)), format_func=labels.__getitem__,
-                                    index=len(labels) - 1, key="diff_to_variation")
+        old_index = left.selectbox(
+            "From variation",
+            range(len(labels)),
+            format_func=labels.__getitem__,
+            index=max(0, len(labels) - 2),
+            key="diff_from_variation",
+        )
+        new_index = right.selectbox(
+            "To variation",
+            range(len(labels)),
+            format_func=labels.__getitem__,
+            index=len(labels) - 1,
+            key="diff_to_variation",
+        )
         old_schema = history.loc[old_index, "variation_schema_json"]
         new_schema = history.loc[new_index, "variation_schema_json"]
         what = f"variation {history.loc[old_index, 'variation_hash']} -> {history.loc[new_index, 'variation_hash']}"
@@ -119,8 +148,13 @@ def _diff(history: pd.DataFrame) -> None:
 def _prototype(history: pd.DataFrame) -> None:
     st.subheader("Prototype message")
     labels = [variation_label(row) for _, row in history.iterrows()]
-    index = st.selectbox("Variation", range(len(labels)), format_func=labels.__getitem__,
-                         index=len(labels) - 1, key="prototype_variation")
+    index = st.selectbox(
+        "Variation",
+        range(len(labels)),
+        format_func=labels.__getitem__,
+        index=len(labels) - 1,
+        key="prototype_variation",
+    )
     row = history.loc[index]
     st.caption(f"The first message seen with variation {row['variation_hash']} (first seen {row['first_seen']})")
     st.code(json.dumps(json.loads(row["prototype"]), indent=2), language="json")

@@ -14,13 +14,19 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboards.console import charts, lake_reads
-from dashboards.console.batch_table import batch_rows, files_read, landing_file_rows, sink_commit_rows, table_name
-from dashboards.console.page_shell import open_lake, plain, severity_badge, status_badge
-from monitor.fleet_status import StreamStatusRow
-from streamops.cli_support import human_bytes, human_seconds
+from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.batch_table import (
+    batch_rows,
+    files_read,
+    landing_file_rows,
+    sink_commit_rows,
+    table_name,
+)
+from streamops.dashboards.console.page_shell import open_lake, plain, severity_badge, status_badge
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet_status import StreamStatusRow
+from streamops.plain_text import human_bytes, human_seconds
 
 BATCH_WINDOWS = (20, 50, 100)
 BACKLOG_MEASURES = ("seconds", "files", "bytes", "versions")
@@ -115,11 +121,13 @@ def _sources(row: StreamStatusRow) -> None:
             "est_seconds_to_read": st.column_config.NumberColumn("est. s to read", format="%.0f"),
             "oldest_seconds": st.column_config.NumberColumn("oldest (s)", format="%.0f"),
             "retention_headroom": st.column_config.NumberColumn(
-                "retention headroom (s)", format="%.0f",
+                "retention headroom (s)",
+                format="%.0f",
                 help="time left before VACUUM or log cleanup may remove the oldest unread data",
             ),
             "unread_changes": st.column_config.TextColumn(
-                "unread change commits", help="unread commits that are not appends: the stream fails there by default",
+                "unread change commits",
+                help="unread commits that are not appends: the stream fails there by default",
             ),
         },
         key="sources_table",
@@ -186,7 +194,10 @@ def _batches(lake: LakeLayout, stream: str, history: pd.DataFrame) -> None:
         st.dataframe(files_read(correlation, batch_id), hide_index=True, key="files_read")
         offsets = next(b for b in correlation["batches"] if b["batch_id"] == batch_id)
         with st.expander("Offsets as the checkpoint recorded them"):
-            st.code(json.dumps({"start": offsets["start_offsets"], "end": offsets["end_offsets"]}, indent=2), language="json")
+            st.code(
+                json.dumps({"start": offsets["start_offsets"], "end": offsets["end_offsets"]}, indent=2),
+                language="json",
+            )
 
 
 def _doctor(root: str, stream: str) -> None:

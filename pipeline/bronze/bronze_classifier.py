@@ -4,7 +4,7 @@ Each line comes out once, either as an event (type, id, time, variation hash, pa
 a quarantine reason and a short detail, by the rules of pipeline/bronze/record_rules.py applied in
 order: byte rules first (empty, size, UTF-8, structural depth), then strict parsing
 (pipeline/bronze/strict_json.py), then the event rules, then the rules judged once per shape, then lone
-surrogate escapes (README, "One judgement per line", lists every rule). The JVM
+surrogate escapes (`record_rules` names every rule). The JVM
 classifier (pipeline/bronze/jvm_classifier.py) must agree line for line; a test holds them to it.
 A line no rule expected to fail on is quarantined as `unprocessable`, never raised.
 """
@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from pipeline.bronze.record_rules import (
+from streamops.lake_layout import is_valid_event_type
+from streamops.pipeline.bronze.record_rules import (
     EVENT_ID_FIELD,
     EVENT_TIME_FIELD,
     EVENT_TYPE_FIELD,
@@ -24,10 +25,9 @@ from pipeline.bronze.record_rules import (
     MAX_RECORD_BYTES,
     UTF8_BOM,
 )
-from pipeline.registry.schema_variation import VariationCache
-from pipeline.bronze.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
-from pipeline.worker_gc import freeze_imported_objects
-from streamops.lake_layout import is_valid_event_type
+from streamops.pipeline.bronze.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
+from streamops.pipeline.registry.schema_variation import VariationCache
+from streamops.pipeline.worker_gc import freeze_imported_objects
 
 CLASSIFIED_SCHEMA = (
     "event_type string, event_id string, event_time_text string, schema_hash string, "
@@ -72,10 +72,12 @@ class LineVerdict:
 
 
 def strip_bom(line: bytes) -> bytes:
-    return line[len(UTF8_BOM):] if line.startswith(UTF8_BOM) else line
+    return line[len(UTF8_BOM) :] if line.startswith(UTF8_BOM) else line
 
 
-def judge_line(line: bytes | None, limits: RecordLimits = RecordLimits(), cache: VariationCache | None = None) -> LineVerdict:
+def judge_line(
+    line: bytes | None, limits: RecordLimits = RecordLimits(), cache: VariationCache | None = None
+) -> LineVerdict:
     """The bronze verdict for one landing line (see the module docstring for the order)."""
     if line is None:
         return LineVerdict(None, "empty_line")
@@ -113,7 +115,9 @@ def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineV
     if found.reason is not None:
         return LineVerdict(payload, found.reason, found.detail)
     if b"\\u" in payload and lone_surrogate(event) is not None:
-        return LineVerdict(payload, "invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form")
+        return LineVerdict(
+            payload, "invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form"
+        )
     return LineVerdict(
         payload,
         event_type=event_type,

@@ -20,13 +20,16 @@ from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from deltalake import DeltaTable
 
-from pipeline.bronze import jvm_classifier
-from pipeline.batch_function import batch_function
-from pipeline.batch_context import batch_commit_info
-from pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
-from pipeline.delta_connector.batch_writer import create_table
-from pipeline.delta_connector.batch_report import FirstRowsFound
-from pipeline.delta_connector.write_plan import (
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.pipeline.batch_context import batch_commit_info
+from streamops.pipeline.batch_function import batch_function
+from streamops.pipeline.bronze import jvm_classifier
+from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from streamops.pipeline.bronze.record_rules import UTF8_BOM
+from streamops.pipeline.delta_connector.batch_report import FirstRowsFound
+from streamops.pipeline.delta_connector.batch_writer import create_table
+from streamops.pipeline.delta_connector.write_plan import (
     BATCH_ID_VALUE,
     INGEST_TIME_VALUE,
     ROUTE_COLUMN,
@@ -37,20 +40,17 @@ from pipeline.delta_connector.write_plan import (
     TableTarget,
     WritePlan,
 )
-from pipeline.exceptions import PipelineConfigError
-from pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
-from pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from pipeline.bronze.record_rules import UTF8_BOM
-from pipeline.sql_literals import is_in, string_literal
-from pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
+from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
+from streamops.pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
+from streamops.pipeline.sql_literals import is_in, string_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from pipeline.delta_connector.connector import DeltaConnector
+    from streamops.pipeline.delta_connector.connector import DeltaConnector
 
 
 Classifier = Literal["auto", "jvm", "python"]
@@ -74,7 +74,7 @@ class BronzeBatchWriter:
     def __init__(
         self,
         lake: LakeLayout,
-        connector: "DeltaConnector",
+        connector: DeltaConnector,
         registry: SchemaRegistry,
         events: PipelineEvents,
         after_batch: Callable[[BronzeBatchResult], None] | None = None,
@@ -84,9 +84,9 @@ class BronzeBatchWriter:
         self.registry = registry
         self.events = events
         self.after_batch = after_batch
-        self._routes: tuple[frozenset[tuple[str, str]], list["Column"]] | None = None
+        self._routes: tuple[frozenset[tuple[str, str]], list[Column]] | None = None
 
-    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
         spark = df.sparkSession
         commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
         ingest_time = datetime.now(timezone.utc)
@@ -98,7 +98,9 @@ class BronzeBatchWriter:
         registered: list[Registration] = []
 
         def register(first_rows: FirstRowsFound) -> None:
-            registration = self.registry.register(spark, self.connector, new_variations(first_rows), next_version, commit)
+            registration = self.registry.register(
+                spark, self.connector, new_variations(first_rows), next_version, commit
+            )
             registered.append(registration)
             if registration.rejected:
                 raise VariationsRejected()
@@ -108,7 +110,9 @@ class BronzeBatchWriter:
             report = self.connector.write_routes(df.select(*self._routes[1]), plan, register)
         except VariationsRejected:
             rejected = registered[-1].rejected
-            report = self.connector.write_routes(df.select(*bronze_routes(known, rejected)), bronze_plan(self.lake, commit, ingest_time))
+            report = self.connector.write_routes(
+                df.select(*bronze_routes(known, rejected)), bronze_plan(self.lake, commit, ingest_time)
+            )
         result = BronzeBatchResult(
             batch_id=batch_id,
             bronze_rows=report.rows(EVENTS_ROUTE),
@@ -190,7 +194,7 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo, ingest_time: datetime
 def bronze_routes(
     known: Iterable[tuple[str, str]],
     rejected: Mapping[tuple[str, str], str] | None = None,
-) -> list["Column"]:
+) -> list[Column]:
     """The projection of a classified line into a bronze or quarantine row (`_route`), flagged
     when its variation is not in `known`. A line travels to the sink once: as text for bronze,
     as bytes for quarantine (which may not be UTF-8). Rows of a variation the registry rejected
@@ -202,8 +206,13 @@ def bronze_routes(
     key = F.expr(key_sql)
     reason, detail = F.col("quarantine_reason"), F.col("quarantine_detail")
     if rejected:
-        why = F.create_map(*[F.lit(x) for (t, h), d in sorted(rejected.items())
-                             for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")])[key]
+        why = F.create_map(
+            *[
+                F.lit(x)
+                for (t, h), d in sorted(rejected.items())
+                for x in (f"{t}{KEY_SEPARATOR}{h}", f"stage {REGISTRY_STAGE}: {d}")
+            ]
+        )[key]
         reason = F.coalesce(reason, F.when(why.isNotNull(), F.lit("unprocessable")))
         detail = F.coalesce(detail, why)
     new = reason.isNull() & ~is_in(key_sql, (f"{t}{KEY_SEPARATOR}{h}" for t, h in known))
@@ -229,7 +238,7 @@ def create_bronze_tables(lake: LakeLayout) -> None:
     create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
 
 
-def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSettings) -> "DataFrame":
+def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettings) -> DataFrame:
     """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible."""
     from pyspark.sql import functions as F
 
@@ -243,22 +252,28 @@ def classify_lines(spark: "SparkSession", lines: "DataFrame", settings: BronzeSe
         return lines.mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
     limits = settings.limits
     bom = UTF8_BOM.hex().upper()
-    payload = F.expr(f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END")
+    payload = F.expr(
+        f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END"
+    )
     call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
-    return lines.select(payload.alias("value"), "source_file", "source_mtime").select(call.alias("c"), "value", "source_file", "source_mtime").select(
-        "c.event_type",
-        "c.event_id",
-        "c.event_time_text",
-        "c.schema_hash",
-        F.col("value").alias("payload"),
-        "source_file",
-        "source_mtime",
-        "c.quarantine_reason",
-        "c.quarantine_detail",
+    return (
+        lines.select(payload.alias("value"), "source_file", "source_mtime")
+        .select(call.alias("c"), "value", "source_file", "source_mtime")
+        .select(
+            "c.event_type",
+            "c.event_id",
+            "c.event_time_text",
+            "c.schema_hash",
+            F.col("value").alias("payload"),
+            "source_file",
+            "source_mtime",
+            "c.quarantine_reason",
+            "c.quarantine_detail",
+        )
     )
 
 
-def classified_landing(spark: "SparkSession", settings: BronzeSettings) -> "DataFrame":
+def classified_landing(spark: SparkSession, settings: BronzeSettings) -> DataFrame:
     """The landing files as a stream of classified lines (CLASSIFIED_SCHEMA with `event_time`)."""
     from pyspark.sql import functions as F
 
@@ -280,13 +295,15 @@ def classified_landing(spark: "SparkSession", settings: BronzeSettings) -> "Data
 
 
 def start_bronze(
-    spark: "SparkSession", lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
-) -> "StreamingQuery":
+    spark: SparkSession, lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
+) -> StreamingQuery:
     settings.landing.mkdir(parents=True, exist_ok=True)
     create_bronze_tables(lake)
     stream = (
-        classified_landing(spark, settings).writeStream.queryName(BRONZE_STREAM)
-        .foreachBatch(batch_function(writer)).option("checkpointLocation", str(lake.checkpoint(BRONZE_STREAM)))
+        classified_landing(spark, settings)
+        .writeStream.queryName(BRONZE_STREAM)
+        .foreachBatch(batch_function(writer))
+        .option("checkpointLocation", str(lake.checkpoint(BRONZE_STREAM)))
     )
     if settings.available_now:
         stream = stream.trigger(availableNow=True)

@@ -77,7 +77,7 @@ def classifier_jar() -> Path | None:
     return jar
 
 
-def register(spark: "SparkSession") -> bool:
+def register(spark: SparkSession) -> bool:
     """Register the SQL function if the session has the jar; False means use the Python one."""
     try:
         spark.udf.registerJavaFunction(FUNCTION_NAME, CLASS_NAME, RETURN_TYPE)

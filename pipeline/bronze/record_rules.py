@@ -1,8 +1,7 @@
 """What makes an input line usable, and the reason recorded when it is not.
 
 The generator produces one bad-record kind per bronze reason and the tests check the
-quarantine table against its manifest, so reasons and limits are defined only here. The README
-("One judgement per line") states each rule; both classifiers (pipeline/bronze/bronze_classifier.py and
+quarantine table against its manifest, so reasons and limits are defined only here; both classifiers (pipeline/bronze/bronze_classifier.py and
 pipeline/bronze/jvm/BronzeLineClassifier.java) apply them in the order of `QuarantineReason`.
 """
 

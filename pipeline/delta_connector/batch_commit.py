@@ -24,13 +24,13 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 
-from pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from pipeline.delta_connector.data_files import DataFile, delete_quietly
-from pipeline.delta_connector.write_plan import WritePlan
-from pipeline.exceptions import PipelineConfigError
-from streamops.commit_metadata import PREFIX, BatchCommitInfo
-from streamops.delta_log import commit_file_name
+from streamops.delta.commit_metadata import PREFIX, BatchCommitInfo
+from streamops.delta.log import commit_file_name
 from streamops.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR, TABLE_CONFIGURATION
+from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
+from streamops.pipeline.delta_connector.data_files import DataFile, delete_quietly
+from streamops.pipeline.delta_connector.write_plan import WritePlan
+from streamops.pipeline.exceptions import PipelineConfigError
 
 CommitStatus = Literal["written", "skipped", "empty"]
 SCHEMA_OPERATION = "ADD COLUMNS"
@@ -41,7 +41,7 @@ COMMIT_THREADS = 4
 """Commits of one stage made at once: each is a few small writes and reads that delta-rs makes
 without holding the GIL, so a silver batch's tens of tables commit in a fraction of the time."""
 
-_open_tables: "OrderedDict[str, DeltaTable]" = OrderedDict()
+_open_tables: OrderedDict[str, DeltaTable] = OrderedDict()
 _open_tables_lock = threading.Lock()
 """Tables this process has opened, kept between batches. The driver commits batch after batch,
 and opening a table reads every commit since its last checkpoint (25 ms with 100 of them): a
@@ -199,7 +199,7 @@ def _with_columns(current: pa.Schema, incoming: pa.Schema, table: str) -> pa.Sch
             raise SchemaMismatchError(
                 f"column `{field.name}` of `{table}` is {current.field(field.name).type} but the batch has "
                 f"{field.type}; streamops never rewrites a table to change a type: promote the column with "
-                "`streamops lake promote` (see the README)"
+                "`streamops lake promote`"
             )
         fields[index] = fields[index].with_type(merged_type)
     return pa.schema(fields)
@@ -212,7 +212,9 @@ def _merged_type(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
     if pa.types.is_struct(old) and pa.types.is_struct(new):
         merged = _with_columns(pa.schema(list(old)), pa.schema(list(new)), "")
         return pa.struct(list(merged))
-    if (pa.types.is_list(old) or pa.types.is_large_list(old)) and (pa.types.is_list(new) or pa.types.is_large_list(new)):
+    if (pa.types.is_list(old) or pa.types.is_large_list(old)) and (
+        pa.types.is_list(new) or pa.types.is_large_list(new)
+    ):
         element = _merged_type(old.value_type, new.value_type)
         return None if element is None else pa.list_(old.value_field.with_type(element))
     return None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pipeline.delta_connector.data_files import DataFile
+from streamops.pipeline.delta_connector.data_files import DataFile
 
 FirstRow = tuple[tuple[Any, ...], bytes | str | None]
 """(rank, value): the rank is the row's order columns, the least rank is the first row."""
@@ -54,8 +54,13 @@ class WrittenBatch:
     first_rows: FirstRowsFound = field(default_factory=dict)
     """Key -> its first row, over every task."""
 
-    def add(self, files: list[DataFile], route_of: Callable[[DataFile], str], tallies: dict[str, dict[str, int]],
-            first_rows: FirstRowsFound) -> None:
+    def add(
+        self,
+        files: list[DataFile],
+        route_of: Callable[[DataFile], str],
+        tallies: dict[str, dict[str, int]],
+        first_rows: FirstRowsFound,
+    ) -> None:
         """Fold one task's commit message in."""
         for data_file in files:
             self.files.setdefault(route_of(data_file), []).append(data_file)
@@ -73,7 +78,7 @@ class WrittenBatch:
         os.replace(partial, path)
 
     @classmethod
-    def load(cls, path: str) -> "WrittenBatch":
+    def load(cls, path: str) -> WrittenBatch:
         written = pickle.loads(Path(path).read_bytes())
         if not isinstance(written, cls):
             raise TypeError(f"`{path}` does not hold a written batch")

@@ -17,7 +17,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import TABLE_CONFIGURATION
 
 WriteStatus = Literal["written", "skipped", "empty"]

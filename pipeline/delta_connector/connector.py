@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol
 
 import pyarrow as pa
 
-from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
-from pipeline.delta_connector.batch_commit import commit_written, committed_batch
-from pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from pipeline.delta_connector.batch_writer import WriteOutcome, write_batch
-from pipeline.delta_connector.delta_source import FORMAT_NAME
-from pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
-from pipeline.delta_connector.lake_sink import PLAN_OPTION
-from pipeline.delta_connector.write_plan import (
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.pipeline.delta_connector.batch_commit import commit_written, committed_batch
+from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
+from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, write_batch
+from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
+from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
+from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
+from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
@@ -36,9 +36,9 @@ from pipeline.delta_connector.write_plan import (
     TableTarget,
     WritePlan,
 )
-from pipeline.exceptions import PipelineConfigError
-from pipeline.lake_tables import table_access
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.lake_tables import table_access
+from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -57,11 +57,11 @@ class DeltaConnector(Protocol):
 
     def read_stream(
         self,
-        spark: "SparkSession",
+        spark: SparkSession,
         table: Path,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
-    ) -> "DataFrame":
+    ) -> DataFrame:
         """A stream of the table's appends. `row_filter`: the embedded source's `rowFilter`
         options (rows the stream's own filter would drop, skipped before they reach Spark)."""
 
@@ -69,7 +69,7 @@ class DeltaConnector(Protocol):
         """Driver-made rows of a small metadata table, exactly once per batch."""
 
     def write_routes(
-        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+        self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
     ) -> BatchReport:
         """Each row of `df` into the table of its `_route`, from Spark's tasks, exactly once per
         batch; returns what was committed (metadata only). `before_commit` gets the first rows
@@ -85,11 +85,11 @@ class EmbeddedDelta:
 
     def read_stream(
         self,
-        spark: "SparkSession",
+        spark: SparkSession,
         table: Path,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
-    ) -> "DataFrame":
+    ) -> DataFrame:
         reader = spark.readStream.format(FORMAT_NAME).option("path", str(table))
         for key, value in {**(options or {}), **(row_filter or {})}.items():
             reader = reader.option(key, value)
@@ -100,7 +100,7 @@ class EmbeddedDelta:
             return write_batch(table, data, commit)
 
     def write_routes(
-        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+        self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
     ) -> BatchReport:
         with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
             planned = replace(plan, report_path=str(Path(scratch) / "written.pickle"))
@@ -118,16 +118,16 @@ class NativeDelta:
     delta-spark skips when the table already holds that version. The batch is persisted on the
     executors for its count and its per-table appends, so it is computed once."""
 
-    spark: "SparkSession"
+    spark: SparkSession
     name: ConnectorName = "native"
 
     def read_stream(
         self,
-        spark: "SparkSession",
+        spark: SparkSession,
         table: Path,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
-    ) -> "DataFrame":
+    ) -> DataFrame:
         """Delta's source reads every row: `row_filter` is the embedded source's own option,
         and the stream's filter drops those rows in Spark."""
         reader = spark.readStream.format("delta")
@@ -145,7 +145,7 @@ class NativeDelta:
         return WriteOutcome("written", rows=data.num_rows)
 
     def write_routes(
-        self, df: "DataFrame", plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
+        self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
     ) -> BatchReport:
         from pyspark.sql import functions as F
 
@@ -174,7 +174,7 @@ class NativeDelta:
         finally:
             df.unpersist()
 
-    def _append(self, df: "DataFrame", table: Path, commit: BatchCommitInfo) -> None:
+    def _append(self, df: DataFrame, table: Path, commit: BatchCommitInfo) -> None:
         (
             df.write.format("delta")
             .mode("append")
@@ -186,7 +186,7 @@ class NativeDelta:
         )
 
 
-def _first_rows(df: "DataFrame", wanted: FirstRows) -> FirstRowsFound:
+def _first_rows(df: DataFrame, wanted: FirstRows) -> FirstRowsFound:
     """What the embedded sink's tasks find, as one aggregation job."""
     from pyspark.sql import functions as F
 
@@ -197,19 +197,17 @@ def _first_rows(df: "DataFrame", wanted: FirstRows) -> FirstRowsFound:
         .agg(F.min(rank).alias("rank"), F.min_by(wanted.value_column, rank).alias("value"))
         .collect()
     )
-    return {
-        tuple(row[name] for name in wanted.key_columns): (tuple(row["rank"]), row["value"]) for row in firsts
-    }
+    return {tuple(row[name] for name in wanted.key_columns): (tuple(row["rank"]), row["value"]) for row in firsts}
 
 
-def _native_rows(df: "DataFrame", target: TableTarget, plan: WritePlan) -> "DataFrame":
+def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFrame:
     """The table's columns in Spark: what the embedded sink's tasks make with Arrow (one append
     per table and batch, so the batch values can be literals here)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructType
 
-    columns: list["Column"] = []
+    columns: list[Column] = []
     if target.rows == "typed_json":
         parsed = F.from_json(F.col(str(target.payload_column)), StructType.fromJson(target.schema or {}))
         columns += _flat_columns(parsed, target.schema or {"fields": []}, "")
@@ -226,7 +224,7 @@ def _native_rows(df: "DataFrame", target: TableTarget, plan: WritePlan) -> "Data
     return df.select(*columns)
 
 
-def _flat_columns(parent: "Column", struct: dict, prefix: str) -> list["Column"]:
+def _flat_columns(parent: Column, struct: dict, prefix: str) -> list[Column]:
     found = []
     for field in struct["fields"]:
         child = parent.getField(field["name"])
@@ -238,7 +236,7 @@ def _flat_columns(parent: "Column", struct: dict, prefix: str) -> list["Column"]
     return found
 
 
-def connector_for(name: str, spark: "SparkSession") -> DeltaConnector:
+def connector_for(name: str, spark: SparkSession) -> DeltaConnector:
     if name == "embedded":
         return EmbeddedDelta()
     if name == "native":
@@ -251,7 +249,7 @@ def connector_for(name: str, spark: "SparkSession") -> DeltaConnector:
     raise PipelineConfigError(f"unknown Delta connector `{name}`: use `embedded` or `native`")
 
 
-def _jvm_has_class(spark: "SparkSession", name: str) -> bool:
+def _jvm_has_class(spark: SparkSession, name: str) -> bool:
     try:
         spark.sparkContext._jvm.java.lang.Class.forName(name)  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - Py4J wraps ClassNotFoundException

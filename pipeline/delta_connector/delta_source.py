@@ -5,12 +5,12 @@
 Options (as Delta's own source): maxFilesPerTrigger (default 1000), maxBytesPerTrigger,
 startingVersion (a version or "latest"; default: the table snapshot, then new commits),
 and Delta's options for commits that are not appends: skipChangeCommits, ignoreDeletes,
-ignoreChanges (`streamops.change_commits`), and `rowFilter` (below). Offsets are Delta's (see streamops.delta_offsets), so checkpoints look like
+ignoreChanges (`streamops.delta.change_commits`), and `rowFilter` (below). Offsets are Delta's (see streamops.delta.source_offsets), so checkpoints look like
 native Delta ones. Planning (`initialOffset`, `latestOffset`, `partitions`) runs in one
 long-lived Python process on the driver; `read` runs on executors and gets only the pickled
 add actions of its partition (with their deletion vectors), and reads each file as
-`streamops.delta_file_reader` does. A table whose protocol needs a reader feature this source
-lacks (`streamops.table_features`) is refused when the source is created, in one line.
+`streamops.delta.file_reader` does. A table whose protocol needs a reader feature this source
+lacks (`streamops.delta.table_features`) is refused when the source is created, in one line.
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from pipeline.exceptions import PipelineConfigError
-from pipeline.worker_gc import freeze_imported_objects
-from streamops.change_commits import read_mode
-from streamops.column_mapping import ColumnMapping
-from streamops.delta_file_reader import read_data_file
-from streamops.delta_log import AddFile, DeltaLog
-from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
+from streamops.delta.change_commits import read_mode
+from streamops.delta.column_mapping import ColumnMapping
+from streamops.delta.file_reader import read_data_file
+from streamops.delta.log import AddFile, DeltaLog
+from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
+from streamops.delta.table_features import read_protocol, unreadable_reader_feature
 from streamops.exceptions import TableUnreadableError
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.worker_gc import freeze_imported_objects
 from streamops.storage.location import Location
-from streamops.table_features import read_protocol, unreadable_reader_feature
 
 FORMAT_NAME = "streamops_delta"
 DEFAULT_MAX_FILES = 1000
@@ -96,7 +96,7 @@ class DeltaSource(DataSource):
         table = source_log(_required_path(self.options)).delta_table
         return from_arrow_schema(pa.schema(table.schema().to_arrow()))
 
-    def streamReader(self, schema: StructType) -> "DeltaStreamReader":
+    def streamReader(self, schema: StructType) -> DeltaStreamReader:
         return DeltaStreamReader(self.options, schema)
 
 
@@ -108,9 +108,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema_version = log.latest_version()
         self.columns = ColumnMapping.of_table(log.delta_table)
         self.max_bytes = _positive_int(options, "maxBytesPerTrigger", None)
-        self.max_files = _positive_int(
-            options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES
-        )
+        self.max_files = _positive_int(options, "maxFilesPerTrigger", None if self.max_bytes else DEFAULT_MAX_FILES)
         self.starting_version = options.get("startingVersion")
         self.read_mode = read_mode(options)
         self.options = options
@@ -172,9 +170,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 after_latest = DeltaSourceOffset(self._latest_at_start + 1, BASE_INDEX, False, begin.reservoir_id)
                 return after_latest.to_json_dict()
             first = DeltaSourceOffset(version, BASE_INDEX, False, begin.reservoir_id)
-        end = self.index.admit(
-            first, first.reservoir_version, max_files, max_bytes, next_version_when_done=False
-        )
+        end = self.index.admit(first, first.reservoir_version, max_files, max_bytes, next_version_when_done=False)
         return start if end == first else end.to_json_dict()
 
     def _refresh(self) -> int:

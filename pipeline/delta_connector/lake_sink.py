@@ -24,11 +24,11 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from pipeline.delta_connector.batch_commit import delete_files
-from pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, merge_first_rows
-from pipeline.delta_connector.data_files import DataFile, DataFileBuilder
-from pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
-from pipeline.delta_connector.write_plan import (
+from streamops.pipeline.delta_connector.batch_commit import delete_files
+from streamops.pipeline.delta_connector.batch_report import FirstRowsFound, WrittenBatch, merge_first_rows
+from streamops.pipeline.delta_connector.data_files import DataFile, DataFileBuilder
+from streamops.pipeline.delta_connector.typed_rows import arrow_schema, flat_table, parse_json_rows
+from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
@@ -37,8 +37,8 @@ from pipeline.delta_connector.write_plan import (
     TableTarget,
     WritePlan,
 )
-from pipeline.exceptions import PipelineConfigError
-from pipeline.worker_gc import freeze_imported_objects
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.worker_gc import freeze_imported_objects
 
 FORMAT_NAME = "streamops_sink"
 BUFFER_BYTES = 64 * 1024 * 1024
@@ -58,13 +58,15 @@ class LakeSink(DataSource):
     def name(cls) -> str:
         return FORMAT_NAME
 
-    def writer(self, schema: StructType, overwrite: bool) -> "LakeSinkWriter":
+    def writer(self, schema: StructType, overwrite: bool) -> LakeSinkWriter:
         return LakeSinkWriter(self._plan())
 
     def _plan(self) -> WritePlan:
         text = self.options.get(PLAN_OPTION)
         if not text:
-            raise PipelineConfigError(f"the {self.name()} sink needs its write plan: .option('{PLAN_OPTION}', plan.to_json())")
+            raise PipelineConfigError(
+                f"the {self.name()} sink needs its write plan: .option('{PLAN_OPTION}', plan.to_json())"
+            )
         return WritePlan.from_json(text)
 
 
@@ -123,7 +125,10 @@ class LakeSinkWriter(DataSourceArrowWriter):
         if rows.num_rows:
             flat = flat_table(parsed.table)
             extra = project_columns(rows, target.columns, self.plan)
-            yield route, pa.Table.from_arrays(flat.columns + extra.columns, names=flat.column_names + extra.column_names)
+            yield (
+                route,
+                pa.Table.from_arrays(flat.columns + extra.columns, names=flat.column_names + extra.column_names),
+            )
 
     def _arrow_schema(self, route: str, target: TableTarget) -> pa.Schema:
         if route not in self._schemas:
@@ -173,7 +178,10 @@ def first_rows_of(table: pa.Table, wanted: FirstRows) -> FirstRowsFound:
     ends = pc.run_end_encode(joined.combine_chunks()).run_ends.to_pylist()
     firsts = ordered.take(pa.array([0] + ends[:-1], pa.int64())).to_pylist()
     return {
-        tuple(row[n] for n in wanted.key_columns): (tuple(row[n] for n in wanted.order_columns), row[wanted.value_column])
+        tuple(row[n] for n in wanted.key_columns): (
+            tuple(row[n] for n in wanted.order_columns),
+            row[wanted.value_column],
+        )
         for row in firsts
     }
 

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from pipeline.silver.column_names import NESTED_SEPARATOR, column_name
-from pipeline.bronze.record_rules import MAX_RECORD_BYTES
+from streamops.pipeline.bronze.record_rules import MAX_RECORD_BYTES
+from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 
 _READ_OPTIONS = pa_json.ReadOptions(block_size=4 * MAX_RECORD_BYTES, use_threads=False)
 """Blocks must hold whole lines; bronze admits lines up to MAX_RECORD_BYTES."""
@@ -61,7 +61,9 @@ def parse_json_rows(texts: pa.ChunkedArray | pa.Array, schema: pa.Schema) -> Par
             errors[row] = str(error).splitlines()[0][:300]
     kept = [t for i, t in enumerate(values) if i not in errors]
     table = _read(kept, schema) if kept else schema.empty_table()
-    return ParsedRows(table, pa.array([i not in errors for i in range(len(values))]), [errors[i] for i in sorted(errors)])
+    return ParsedRows(
+        table, pa.array([i not in errors for i in range(len(values))]), [errors[i] for i in sorted(errors)]
+    )
 
 
 def _read(texts: list[str], schema: pa.Schema) -> pa.Table:
@@ -129,5 +131,7 @@ def _renamed(array: pa.Array) -> pa.Array:
         return pa.StructArray.from_arrays(children, names=names, mask=array.is_null() if array.null_count else None)
     if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
         kind = pa.ListArray if pa.types.is_list(array.type) else pa.LargeListArray
-        return kind.from_arrays(array.offsets, _renamed(array.values), mask=array.is_null() if array.null_count else None)
+        return kind.from_arrays(
+            array.offsets, _renamed(array.values), mask=array.is_null() if array.null_count else None
+        )
     return array

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from pipeline.exceptions import PipelineConfigError
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.pipeline.exceptions import PipelineConfigError
 
 ROUTE_COLUMN = "_route"
 TALLY_COLUMN = "_tally"
@@ -110,7 +110,7 @@ class WritePlan:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "WritePlan":
+    def from_json(cls, text: str) -> WritePlan:
         raw = json.loads(text)
         return cls(
             commit=BatchCommitInfo(**raw["commit"]),

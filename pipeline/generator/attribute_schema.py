@@ -81,7 +81,7 @@ class Scalar:
 class Obj:
     """A JSON object whose keys are always all present, in this order."""
 
-    fields: tuple[tuple[str, "Node"], ...]
+    fields: tuple[tuple[str, Node], ...]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Lines that must end up in bronze quarantine, one kind per reason in `pipeline.bronze.record_rules`.
+"""Lines that must end up in bronze quarantine, one kind per reason in `streamops.pipeline.bronze.record_rules`.
 
 Each kind is built from a real event of the run, so apart from its one defect a bad line looks
 like its neighbours (a truncated event, an event without `event_type`, an event with one bad
@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 import orjson
 
-from pipeline.bronze.record_rules import (
+from streamops.pipeline.bronze.record_rules import (
     EVENT_ID_FIELD,
     EVENT_TYPE_FIELD,
     MAX_DEPTH,

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from pipeline.generator.attribute_schema import (
+from streamops.pipeline.generator.attribute_schema import (
     Choice,
     Flag,
     FloatRange,
@@ -24,7 +24,7 @@ from pipeline.generator.attribute_schema import (
     obj,
     with_field,
 )
-from pipeline.generator.event_catalog import INCOMPATIBLE_PATH, EventTypeSpec
+from streamops.pipeline.generator.event_catalog import INCOMPATIBLE_PATH, EventTypeSpec
 
 DriftKind = Literal[
     "new_attribute_top",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.exceptions import PipelineConfigError
 
 DEFAULT_START_TIME = "2026-01-01T00:00:00Z"
 
@@ -19,9 +19,7 @@ def parse_start_time(text: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise PipelineConfigError(
-            f"--start-time `{text}` is not ISO-8601: use e.g. {DEFAULT_START_TIME}"
-        ) from None
+        raise PipelineConfigError(f"--start-time `{text}` is not ISO-8601: use e.g. {DEFAULT_START_TIME}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 

@@ -17,13 +17,13 @@ from typing import Any, Callable
 
 import orjson
 
-from pipeline.generator.bad_records import BadKind, plan_bad_records, render_bad_record
-from pipeline.generator.drift_plan import DriftStep, Stage, plan_drift, stages
-from pipeline.generator.event_catalog import EventTypeSpec, build_catalog
-from pipeline.generator.event_clock import SyntheticClock, WallClock
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.generator.value_builder import EventBuilder, compile_builder
-from pipeline.bronze.record_rules import EVENT_ID_FIELD, EVENT_TIME_FIELD, EVENT_TYPE_FIELD
+from streamops.pipeline.bronze.record_rules import EVENT_ID_FIELD, EVENT_TIME_FIELD, EVENT_TYPE_FIELD
+from streamops.pipeline.generator.bad_records import BadKind, plan_bad_records, render_bad_record
+from streamops.pipeline.generator.drift_plan import DriftStep, Stage, plan_drift, stages
+from streamops.pipeline.generator.event_catalog import EventTypeSpec, build_catalog
+from streamops.pipeline.generator.event_clock import SyntheticClock, WallClock
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.value_builder import EventBuilder, compile_builder
 
 TITLE_FIELD = "title_id"
 HEADER_FIELDS = (EVENT_TYPE_FIELD, EVENT_ID_FIELD, EVENT_TIME_FIELD, TITLE_FIELD)
@@ -97,7 +97,9 @@ class EventStream:
         self._cumulative: list[float] = []
         self._due: deque[TypeTally] = deque()
         self._clock: Callable[[int], str] = (
-            WallClock() if settings.rate else SyntheticClock(settings.start_time, settings.time_span_seconds, self.total)
+            WallClock()
+            if settings.rate
+            else SyntheticClock(settings.start_time, settings.time_span_seconds, self.total)
         )
         self._titles = tuple(f"title-{index:04d}" for index in range(settings.titles))
         self._tag = run_tag(seed)

@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.exceptions import PipelineConfigError
 
 FILE_PATTERN = "events-*.ndjson"
 MANIFEST_NAME = "_manifest.json"
@@ -27,9 +27,7 @@ def prepare_landing_dir(out: Path) -> None:
         raise PipelineConfigError(f"--out `{out}` is a file: give a directory")
     out.mkdir(parents=True, exist_ok=True)
     if next(out.glob(FILE_PATTERN), None) is not None or (out / MANIFEST_NAME).exists():
-        raise PipelineConfigError(
-            f"--out `{out}` already holds generated files: use an empty or new directory"
-        )
+        raise PipelineConfigError(f"--out `{out}` already holds generated files: use an empty or new directory")
 
 
 def write_atomically(path: Path, payload: bytes) -> None:

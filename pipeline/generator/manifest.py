@@ -10,11 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.generator.attribute_schema import paths
-from pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF
-from pipeline.generator.drift_plan import DRIFT_KINDS
-from pipeline.generator.event_stream import HEADER_PATHS, EventStream, TypeTally
-from pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.attribute_schema import paths
+from streamops.pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF
+from streamops.pipeline.generator.drift_plan import DRIFT_KINDS
+from streamops.pipeline.generator.event_stream import HEADER_PATHS, EventStream, TypeTally
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 MANIFEST_VERSION = 1
 RESCUED_STAGES = ("numeric_widening", "incompatible_type")
@@ -61,8 +61,7 @@ def build_manifest(settings: GeneratorSettings, stream: EventStream, files: list
         "incompatible_rows_total": sum(entry["incompatible_rows"] for entry in event_types.values()),
         "rescued_rows_total": sum(entry["rescued_rows"] for entry in event_types.values()),
         "files": [
-            {"name": f.name, "lines": f.lines, "bytes": f.bytes, "first_ordinal": f.first_ordinal}
-            for f in files
+            {"name": f.name, "lines": f.lines, "bytes": f.bytes, "first_ordinal": f.first_ordinal} for f in files
         ],
         "event_types": event_types,
         "drift": drift,
@@ -82,9 +81,9 @@ def _type_entry(tally: TypeTally) -> dict[str, Any]:
                 "first_event_ordinal": stage_tally.first_ordinal,
                 "events": stage_tally.events,
                 "paths": sorted([*HEADER_PATHS, *paths(stage.schema)]),
-                "change": None if step is None else {
-                    "kind": step.kind, "path": step.path, "at_ordinal": step.at_ordinal
-                },
+                "change": None
+                if step is None
+                else {"kind": step.kind, "path": step.path, "at_ordinal": step.at_ordinal},
             }
         )
     return {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pipeline.generator.event_stream import EventStream
-from pipeline.generator.landing_writer import (
+from streamops.pipeline.generator.event_stream import EventStream
+from streamops.pipeline.generator.landing_writer import (
     MANIFEST_NAME,
     Pacer,
     data_file_name,
@@ -14,8 +14,8 @@ from pipeline.generator.landing_writer import (
     write_atomically,
     write_data_file,
 )
-from pipeline.generator.manifest import WrittenFile, build_manifest, manifest_json
-from pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.manifest import WrittenFile, build_manifest, manifest_json
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,7 @@ class Progress:
     behind_seconds: float
 
 
-def generate(
-    settings: GeneratorSettings, on_file: Callable[[Progress], None] | None = None
-) -> dict[str, Any]:
+def generate(settings: GeneratorSettings, on_file: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     """Write the run's files under `settings.out` and return its manifest (also `_manifest.json`)."""
     prepare_landing_dir(settings.out)
     stream = EventStream(settings)

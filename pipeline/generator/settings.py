@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.exceptions import PipelineConfigError
-from pipeline.generator.event_catalog import MAX_EVENT_TYPES
-from pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
+from streamops.pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
 
 DEFAULT_EVENTS_PER_FILE = 5_000
 
@@ -36,9 +36,7 @@ class GeneratorSettings:
         if self.events < 1:
             raise PipelineConfigError(f"--events must be at least 1, got {self.events}")
         if not 1 <= self.event_types <= MAX_EVENT_TYPES:
-            raise PipelineConfigError(
-                f"--event-types must be between 1 and {MAX_EVENT_TYPES}, got {self.event_types}"
-            )
+            raise PipelineConfigError(f"--event-types must be between 1 and {MAX_EVENT_TYPES}, got {self.event_types}")
         if self.titles < 1:
             raise PipelineConfigError(f"--titles must be at least 1, got {self.titles}")
         for name, value in (("--drift", self.drift), ("--bad", self.bad)):

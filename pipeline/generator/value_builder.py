@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from pipeline.generator.attribute_schema import (
+from streamops.pipeline.generator.attribute_schema import (
     Choice,
     Flag,
     FloatRange,

@@ -24,9 +24,9 @@ from typing import Iterable, Mapping
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from pipeline.delta_connector.batch_writer import create_table
-from pipeline.lake_tables import table_access
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
+from streamops.pipeline.delta_connector.batch_writer import create_table
+from streamops.pipeline.lake_tables import table_access
 
 EVENT_GROUPS_SCHEMA = pa.schema(
     [
@@ -71,9 +71,7 @@ def assign_groups(
     return assigned
 
 
-def resolve_groups(
-    recorded: Mapping[str, str], registry_order: Iterable[str], types_per_group: int
-) -> dict[str, str]:
+def resolve_groups(recorded: Mapping[str, str], registry_order: Iterable[str], types_per_group: int) -> dict[str, str]:
     """The group of every registered type: recorded assignments plus the heuristic's continuation."""
     return {**recorded, **assign_groups(recorded, registry_order, types_per_group)}
 

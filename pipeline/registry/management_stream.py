@@ -10,24 +10,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from pipeline.batch_context import batch_commit_info
-from pipeline.batch_function import batch_function
-from pipeline.registry.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
-from pipeline.registry.schema_registry import RegistryReader
 from streamops.lake_layout import MANAGEMENT_STREAM, LakeLayout
+from streamops.pipeline.batch_context import batch_commit_info
+from streamops.pipeline.batch_function import batch_function
+from streamops.pipeline.registry.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
+from streamops.pipeline.registry.schema_registry import RegistryReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from pipeline.delta_connector.connector import DeltaConnector
+    from streamops.pipeline.delta_connector.connector import DeltaConnector
 
 
 class ManagementBatchWriter:
     def __init__(
         self,
         lake: LakeLayout,
-        connector: "DeltaConnector",
+        connector: DeltaConnector,
         types_per_group: int,
         on_assigned: Callable[[Mapping[str, str]], None] | None = None,
     ) -> None:
@@ -38,7 +38,7 @@ class ManagementBatchWriter:
         self.groups = EventGroupsReader(lake.event_groups)
         self.registry = RegistryReader(lake.schema_registry)
 
-    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
         seen = {row.event_type for row in df.select("event_type").distinct().collect()}
         if not seen:
             return
@@ -55,13 +55,13 @@ class ManagementBatchWriter:
 
 
 def start_management(
-    spark: "SparkSession",
+    spark: SparkSession,
     lake: LakeLayout,
-    connector: "DeltaConnector",
+    connector: DeltaConnector,
     writer: ManagementBatchWriter,
     trigger_seconds: float,
     available_now: bool = False,
-) -> "StreamingQuery":
+) -> StreamingQuery:
     ensure_table(lake.event_groups)
     stream = (
         connector.read_stream(spark, lake.schema_registry)
@@ -70,7 +70,9 @@ def start_management(
         .foreachBatch(batch_function(writer))
         .option("checkpointLocation", str(lake.checkpoint(MANAGEMENT_STREAM)))
     )
-    stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
-        processingTime=f"{trigger_seconds} seconds"
+    stream = (
+        stream.trigger(availableNow=True)
+        if available_now
+        else stream.trigger(processingTime=f"{trigger_seconds} seconds")
     )
     return stream.start()

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.silver.column_names import NESTED_SEPARATOR, column_name, folded
+from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name, folded
 
 ChangeKind = Literal["new_event_type", "added_fields", "widened", "incompatible", "unchanged"]
 
@@ -225,19 +225,19 @@ def _split(name: str, paths: list[str]) -> tuple[bool, list[str]]:
 
 def _select(struct: dict[str, Any], paths: list[str], keep: bool) -> dict[str, Any]:
     fields = []
-    for field in struct["fields"]:
-        exact, below = _split(field["name"], paths)
+    for entry in struct["fields"]:
+        exact, below = _split(entry["name"], paths)
         if exact:
             if keep:
-                fields.append(field)
+                fields.append(entry)
             continue
         if not below:
             if not keep:
-                fields.append(field)
+                fields.append(entry)
             continue
-        child = _select_type(field["type"], below, keep)
+        child = _select_type(entry["type"], below, keep)
         if child is not None:
-            fields.append(dict(field, type=child))
+            fields.append(dict(entry, type=child))
     return {"type": "struct", "fields": fields}
 
 
@@ -256,13 +256,13 @@ def _select_type(data_type: Any, paths: list[str], keep: bool) -> Any:
 
 def _rewrite(struct: dict[str, Any], path: str, change: Any) -> dict[str, Any]:
     fields = []
-    for field in struct["fields"]:
-        exact, below = _split(field["name"], [path])
+    for entry in struct["fields"]:
+        exact, below = _split(entry["name"], [path])
         if exact:
-            field = dict(field, type=change(field["type"]))
+            entry = dict(entry, type=change(entry["type"]))
         elif below:
-            field = dict(field, type=_rewrite_type(field["type"], below[0], change))
-        fields.append(field)
+            entry = dict(entry, type=_rewrite_type(entry["type"], below[0], change))
+        fields.append(entry)
     return {"type": "struct", "fields": fields}
 
 
@@ -271,6 +271,8 @@ def _rewrite_type(data_type: Any, path: str, change: Any) -> Any:
         return _rewrite(data_type, path, change)
     if isinstance(data_type, dict) and data_type.get("type") == "array" and path.startswith("[]"):
         rest = path.removeprefix("[]").removeprefix(".")
-        element = change(data_type["elementType"]) if not rest else _rewrite_type(data_type["elementType"], rest, change)
+        element = (
+            change(data_type["elementType"]) if not rest else _rewrite_type(data_type["elementType"], rest, change)
+        )
         return dict(data_type, elementType=element)
     return data_type

@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from pipeline.silver.column_names import CORRUPT_RECORD_COLUMN
 from streamops.exceptions import error_line
+from streamops.pipeline.silver.column_names import CORRUPT_RECORD_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,7 +31,7 @@ INFERENCE_OPTIONS = {
 _CANARY = {"canary": ['{"event_type":"canary","n":1}']}
 
 
-def infer_schemas(spark: "SparkSession", prototypes: Mapping[str, Sequence[str]]) -> dict[str, dict]:
+def infer_schemas(spark: SparkSession, prototypes: Mapping[str, Sequence[str]]) -> dict[str, dict]:
     """Spark StructType JSON per key, inferred over that key's prototype messages."""
     lines = ["{" + json.dumps(key) + ":" + prototype + "}" for key, texts in prototypes.items() for prototype in texts]
     if not lines:
@@ -55,7 +55,7 @@ class Inference:
     """Group -> the one-line error that group alone still raised."""
 
 
-def infer_isolated(spark: "SparkSession", groups: Mapping[str, Mapping[str, Sequence[str]]]) -> Inference:
+def infer_isolated(spark: SparkSession, groups: Mapping[str, Mapping[str, Sequence[str]]]) -> Inference:
     """Infer every group's keys in one pass; a group Spark cannot infer fails alone."""
     merged = {key: texts for group in groups.values() for key, texts in group.items()}
     try:

@@ -28,21 +28,21 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from pipeline.delta_connector.batch_writer import create_table
-from pipeline.lake_tables import table_access
-from pipeline.delta_connector.typed_rows import arrow_schema
-from pipeline.registry.schema_compat import evolve
-from pipeline.registry.schema_inference import infer_isolated
-from pipeline.registry.schema_variation import variation_paths
-from pipeline.bronze.strict_json import loads
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.exceptions import error_line
+from streamops.pipeline.bronze.strict_json import loads
+from streamops.pipeline.delta_connector.batch_writer import create_table
+from streamops.pipeline.delta_connector.typed_rows import arrow_schema
+from streamops.pipeline.lake_tables import table_access
+from streamops.pipeline.registry.schema_compat import evolve
+from streamops.pipeline.registry.schema_inference import infer_isolated
+from streamops.pipeline.registry.schema_variation import variation_paths
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from pipeline.delta_connector.connector import DeltaConnector
-    from streamops.commit_metadata import BatchCommitInfo
+    from streamops.delta.commit_metadata import BatchCommitInfo
+    from streamops.pipeline.delta_connector.connector import DeltaConnector
 
 REGISTRY_SCHEMA = pa.schema(
     [
@@ -118,7 +118,7 @@ class SchemaRegistry:
         self._add(sorted(entries, key=lambda e: e.seen_order))
 
     @classmethod
-    def load(cls, table: Path) -> "SchemaRegistry":
+    def load(cls, table: Path) -> SchemaRegistry:
         with table_access(table, "read"):
             create_table(table, REGISTRY_SCHEMA)
             rows = read_delta(DeltaTable(str(table))).to_pylist()
@@ -130,7 +130,9 @@ class SchemaRegistry:
             self._known.add((entry.event_type, entry.variation_hash))
             previous = self._applied.get(entry.event_type)
             schema = json.loads(entry.variation_schema_json)
-            self._applied[entry.event_type] = schema if entry.change_kind == PROMOTED else evolve(previous, schema).schema
+            self._applied[entry.event_type] = (
+                schema if entry.change_kind == PROMOTED else evolve(previous, schema).schema
+            )
             self._count += 1
 
     def known(self) -> set[tuple[str, str]]:
@@ -156,11 +158,11 @@ class SchemaRegistry:
 
     def register(
         self,
-        spark: "SparkSession",
-        connector: "DeltaConnector",
+        spark: SparkSession,
+        connector: DeltaConnector,
         new: list[NewVariation],
         bronze_version: int,
-        commit: "BatchCommitInfo",
+        commit: BatchCommitInfo,
     ) -> Registration:
         """Add the batch's new variations; at most one schema-version bump per type.
 

@@ -25,8 +25,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.silver.column_names import unusable_key
-from pipeline.bronze.strict_json import DUPLICATE_KEYS, OutOfRange
+from streamops.pipeline.bronze.strict_json import DUPLICATE_KEYS, OutOfRange
+from streamops.pipeline.silver.column_names import unusable_key
 
 _DICT = dict
 _LIST = list

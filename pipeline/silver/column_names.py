@@ -27,9 +27,7 @@ LINEAGE_COLUMNS = {
 RESCUED_DATA_COLUMN = "_rescued_data"
 CORRUPT_RECORD_COLUMN = "_corrupt_record"
 """Spark's JSON reader keeps unparseable text in a top-level field of this name."""
-RESERVED_COLUMNS = frozenset(
-    name.lower() for name in (*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, CORRUPT_RECORD_COLUMN)
-)
+RESERVED_COLUMNS = frozenset(name.lower() for name in (*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, CORRUPT_RECORD_COLUMN))
 _FORBIDDEN = frozenset(" ,;{}()\n\t=")
 
 

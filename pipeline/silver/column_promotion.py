@@ -24,18 +24,18 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
-from pipeline.silver.column_names import NESTED_SEPARATOR, RESCUED_DATA_COLUMN, column_name
-from pipeline.delta_connector.batch_writer import write_batch
-from pipeline.delta_connector.typed_rows import arrow_schema
-from pipeline.exceptions import PipelineConfigError
-from pipeline.lake_tables import table_access
-from pipeline.silver.payload_parser import RESCUED_FILE_PATH
-from pipeline.registry.schema_compat import WIDENINGS, field_type, promote
-from pipeline.registry.schema_registry import PROMOTED, REGISTRY_SCHEMA, RegistryEntry, SchemaRegistry
-from streamops.commit_metadata import PREFIX, BatchCommitInfo
-from streamops.delta_read import arrow_filesystem
+from streamops.delta.commit_metadata import PREFIX, BatchCommitInfo
+from streamops.delta.read import arrow_filesystem
+from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.pipeline.delta_connector.batch_writer import write_batch
+from streamops.pipeline.delta_connector.typed_rows import arrow_schema
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.lake_tables import table_access
+from streamops.pipeline.registry.schema_compat import WIDENINGS, field_type, promote
+from streamops.pipeline.registry.schema_registry import PROMOTED, REGISTRY_SCHEMA, RegistryEntry, SchemaRegistry
+from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, RESCUED_DATA_COLUMN, column_name
+from streamops.pipeline.silver.payload_parser import RESCUED_FILE_PATH
 from streamops.storage.location import Location
-from streamops.lake_layout import LakeLayout
 
 PROMOTE_STREAM = "lake_promote"
 PROMOTE_OPERATION = "PROMOTE COLUMN"
@@ -64,17 +64,22 @@ class _Checked:
     column: str
 
 
-def plan_promotion(lake: LakeLayout, event_type: str, field: str, wider: str) -> Promotion:
+def plan_promotion(lake: LakeLike, event_type: str, field: str, wider: str) -> Promotion:
     """What `promote_column` would do, checked, without changing anything."""
-    checked = _check(lake, event_type, field, wider)
+    checked = _check(LakeLayout.at(lake), event_type, field, wider)
     return Promotion(event_type, field, checked.current, wider, checked.column, 0, 0, False)
 
 
-def promote_column(lake: LakeLayout, event_type: str, field: str, wider: str) -> Promotion:
+def promote_column(lake: LakeLike, event_type: str, field: str, wider: str) -> Promotion:
     """Rewrite `silver/<event_type>` with `field` (dotted path) as `wider`, rescued values moved back."""
+    lake = LakeLayout.at(lake)
     checked = _check(lake, event_type, field, wider)
     promoted = promote(checked.applied, field, wider)
-    target = arrow_schema({"type": "struct", "fields": [{"name": "v", "type": wider, "nullable": True, "metadata": {}}]}).field(0).type
+    target = (
+        arrow_schema({"type": "struct", "fields": [{"name": "v", "type": wider, "nullable": True, "metadata": {}}]})
+        .field(0)
+        .type
+    )
     rows, moved = _rewrite(lake.silver(event_type), checked.column, field.split("."), target)
     recorded = checked.current != wider
     if recorded:
@@ -117,7 +122,9 @@ def _rewrite(table: Path, column: str, path: list[str], target: pa.DataType) -> 
         counts = [0, 0]
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(Location.of(delta.table_uri))).to_batches():
+            for batch in delta.to_pyarrow_dataset(
+                filesystem=arrow_filesystem(Location.of(delta.table_uri))
+            ).to_batches():
                 converted, moved = _promoted_batch(pa.Table.from_batches([batch], batch.schema), column, path, target)
                 counts[0] += converted.num_rows
                 counts[1] += moved
@@ -137,7 +144,9 @@ def _has_rescued(delta: DeltaTable, path: list[str], target: pa.DataType) -> boo
     """Whether some row has a rescued value at `path` that the column's type now holds."""
     if RESCUED_DATA_COLUMN not in pa.schema(delta.schema().to_arrow()).names:
         return False
-    for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(Location.of(delta.table_uri))).to_batches(columns=[RESCUED_DATA_COLUMN]):
+    for batch in delta.to_pyarrow_dataset(filesystem=arrow_filesystem(Location.of(delta.table_uri))).to_batches(
+        columns=[RESCUED_DATA_COLUMN]
+    ):
         for text in batch.column(0).to_pylist():
             found, value = _pop(json.loads(text), path) if text is not None else (False, None)
             if found and _fit(value, target) is not None:
@@ -165,7 +174,9 @@ def _promoted_batch(rows: pa.Table, column: str, path: list[str], target: pa.Dat
         rescued[index] = None if set(data) <= {RESCUED_FILE_PATH} else json.dumps(data, separators=(",", ":"))
         moved += 1
     rows = rows.set_column(rows.schema.get_field_index(column), column, pa.array(values, target))
-    rows = rows.set_column(rows.schema.get_field_index(RESCUED_DATA_COLUMN), RESCUED_DATA_COLUMN, pa.array(rescued, pa.string()))
+    rows = rows.set_column(
+        rows.schema.get_field_index(RESCUED_DATA_COLUMN), RESCUED_DATA_COLUMN, pa.array(rescued, pa.string())
+    )
     return rows, moved
 
 

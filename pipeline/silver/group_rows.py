@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
-from pipeline.registry.event_groups import EventGroupsReader
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
+from streamops.pipeline.registry.event_groups import EventGroupsReader
 
 GROUP_OPTION = "streamops.group"
 EVENT_GROUPS_OPTION = "streamops.eventGroups"

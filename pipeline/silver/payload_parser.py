@@ -21,24 +21,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from pipeline.registry.schema_compat import prune, without
+from streamops.pipeline.registry.schema_compat import prune, without
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-    from pipeline.silver.silver_schemas import SilverSchema
+    from streamops.pipeline.silver.silver_schemas import SilverSchema
 
 PARSE_STAGE = "silver_parse"
 RESCUED_FILE_PATH = "_file_path"
 
 
-def _branches(schemas: Mapping[str, "SilverSchema"], event_type: "Column", schema_hash: "Column", build) -> "Column":
+def _branches(schemas: Mapping[str, SilverSchema], event_type: Column, schema_hash: Column, build) -> Column:
     """CASE over (type, unfit variation), then type: `build(schema, hash or None)` per branch."""
     from pyspark.sql import functions as F
 
     expression = None
     for name, schema in sorted(schemas.items()):
-        conditions = [((event_type == F.lit(name)) & (schema_hash == F.lit(h)), build(schema, h)) for h in sorted(schema.unfit)]
+        conditions = [
+            ((event_type == F.lit(name)) & (schema_hash == F.lit(h)), build(schema, h)) for h in sorted(schema.unfit)
+        ]
         conditions.append((event_type == F.lit(name), build(schema, None)))
         for condition, value in conditions:
             if value is None:
@@ -47,13 +49,15 @@ def _branches(schemas: Mapping[str, "SilverSchema"], event_type: "Column", schem
     return expression if expression is not None else F.lit(None).cast("string")
 
 
-def typed_payload(schemas: Mapping[str, "SilverSchema"], event_type: "Column", schema_hash: "Column", payload: "Column") -> "Column":
+def typed_payload(
+    schemas: Mapping[str, SilverSchema], event_type: Column, schema_hash: Column, payload: Column
+) -> Column:
     """Each row's payload as Spark reads it with its type's applied schema (minus the fields its
     variation cannot hold), written back as JSON."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    def read(schema: dict[str, Any]) -> "Column":
+    def read(schema: dict[str, Any]) -> Column:
         return F.to_json(F.from_json(payload, StructType.fromJson(schema)))
 
     expression = None
@@ -114,14 +118,14 @@ def _union_type(a: Any, b: Any) -> Any:
 
 
 def rescued_data(
-    schemas: Mapping[str, "SilverSchema"], event_type: "Column", schema_hash: "Column", payload: "Column", source_file: "Column"
-) -> "Column":
+    schemas: Mapping[str, SilverSchema], event_type: Column, schema_hash: Column, payload: Column, source_file: Column
+) -> Column:
     """The fields a row's variation cannot put in their columns, as JSON with the landing file;
     null for rows whose every field fits."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    def build(schema: "SilverSchema", variation: str | None) -> "Column | None":
+    def build(schema: SilverSchema, variation: str | None) -> Column | None:
         if variation is None:
             return None
         fields = prune(schema.variation_schemas[variation], _paths(schema, variation))
@@ -130,5 +134,5 @@ def rescued_data(
     return _branches(schemas, event_type, schema_hash, build)
 
 
-def _paths(schema: "SilverSchema", variation: str) -> list[str]:
+def _paths(schema: SilverSchema, variation: str) -> list[str]:
     return sorted({change.path for change in schema.unfit[variation]})

@@ -16,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.delta_connector.typed_rows import arrow_schema
-from pipeline.registry.schema_compat import FieldChange, evolve, unfit
-from pipeline.registry.schema_registry import PROMOTED, SchemaRegistry
+from streamops.pipeline.delta_connector.typed_rows import arrow_schema
+from streamops.pipeline.registry.schema_compat import FieldChange, evolve, unfit
+from streamops.pipeline.registry.schema_registry import PROMOTED, SchemaRegistry
 
 
 @dataclass(frozen=True)

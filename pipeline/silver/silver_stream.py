@@ -2,7 +2,7 @@
 
 Every batch resolves the group's event types and their applied schemas from the registry
 (re-read only when it changed) and hands Spark one write job for all of them: the executors
-read each payload with Spark's `from_json` and its type's applied schema (pipeline.silver.payload_parser),
+read each payload with Spark's `from_json` and its type's applied schema (streamops.pipeline.silver.payload_parser),
 and the sink's tasks split the rows by event type, flatten nested structs into `parent__child`
 columns (dlt's convention), add lineage columns that tie each row to its bronze batch and
 landing file, and write one file per table; the commit makes one txn-idempotent commit per
@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Literal
 
-from pipeline.batch_context import batch_commit_info
-from pipeline.batch_function import batch_function
-from pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
-from pipeline.delta_connector.batch_report import BatchReport
-from pipeline.delta_connector.write_plan import (
+from streamops.lake_layout import LakeLayout, silver_stream
+from streamops.pipeline.batch_context import batch_commit_info
+from streamops.pipeline.batch_function import batch_function
+from streamops.pipeline.delta_connector.batch_report import BatchReport
+from streamops.pipeline.delta_connector.write_plan import (
     BATCH_ID_VALUE,
     BYTES_SUFFIX,
     ROUTE_COLUMN,
@@ -31,29 +31,33 @@ from pipeline.delta_connector.write_plan import (
     TableTarget,
     WritePlan,
 )
-from pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
-from pipeline.exceptions import IncompatibleSchemaError
-from pipeline.silver.group_rows import group_row_filter
-from pipeline.silver.payload_parser import rescued_data, typed_payload
-from pipeline.pipeline_events import PipelineEvents, SilverBatchResult
-from pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
-from pipeline.registry.schema_registry import RegistryReader
-from pipeline.silver.silver_schemas import SilverSchema, silver_schemas
-from streamops.lake_layout import LakeLayout, silver_stream
+from streamops.pipeline.exceptions import IncompatibleSchemaError
+from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
+from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
+from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
+from streamops.pipeline.registry.schema_registry import RegistryReader
+from streamops.pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
+from streamops.pipeline.silver.group_rows import group_row_filter
+from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
+from streamops.pipeline.silver.silver_schemas import SilverSchema, silver_schemas
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from pipeline.delta_connector.connector import DeltaConnector
-    from streamops.commit_metadata import BatchCommitInfo
+    from streamops.delta.commit_metadata import BatchCommitInfo
+    from streamops.pipeline.delta_connector.connector import DeltaConnector
 
 OnIncompatible = Literal["rescue", "quarantine", "fail_group"]
 ON_INCOMPATIBLE: tuple[OnIncompatible, ...] = ("rescue", "quarantine", "fail_group")
 QUARANTINE_ROUTE = "__quarantine__"
 HALT_ROUTE = "__halt__"
 """Rows of an unfit variation under fail_group: not a table, so the batch writes nothing."""
-ACTION_OF: dict[OnIncompatible, AlertAction] = {"rescue": "rescued", "quarantine": "quarantined", "fail_group": "group_failed"}
+ACTION_OF: dict[OnIncompatible, AlertAction] = {
+    "rescue": "rescued",
+    "quarantine": "quarantined",
+    "fail_group": "group_failed",
+}
 TALLY_SEPARATOR = "\x00"
 TYPED_COLUMN = "_typed_payload"
 QUARANTINE_COLUMNS = {
@@ -85,7 +89,7 @@ class SilverGroupWriter:
     def __init__(
         self,
         lake: LakeLayout,
-        connector: "DeltaConnector",
+        connector: DeltaConnector,
         group: str,
         settings: SilverSettings,
         events: PipelineEvents,
@@ -116,20 +120,20 @@ class SilverGroupWriter:
             self._cached = (key, silver_schemas(registry, members))
         return self._cached[1]
 
-    def __call__(self, df: "DataFrame", batch_id: int) -> None:
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
         schemas = self.schemas()
         if not schemas:
             return
         commit = batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
         self.events.silver_committed(self.write(df, schemas, commit), schemas)
 
-    def write(self, bronze: "DataFrame", schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+    def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
         if self._routes is None or self._routes[0] is not schemas:
             self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible))
         rows = self._routes[1].of(bronze)
         return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
 
-    def plan(self, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> WritePlan:
+    def plan(self, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> WritePlan:
         extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
         tables = {
             event_type: TableTarget(
@@ -152,11 +156,15 @@ class SilverGroupWriter:
             halt_on_held_rows=self.settings.on_incompatible == "fail_group",
         )
 
-    def finish(self, report: BatchReport, schemas: dict[str, SilverSchema], commit: "BatchCommitInfo") -> SilverBatchResult:
+    def finish(
+        self, report: BatchReport, schemas: dict[str, SilverSchema], commit: BatchCommitInfo
+    ) -> SilverBatchResult:
         """Alerts for the unfit variations the batch met, then the fail_group stop, if any."""
         alerts = self._alerts(report, schemas)
         if alerts:
-            self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
+            self.connector.write_batch(
+                self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
+            )
         if report.halted:
             stop = IncompatibleSchemaError(
                 f"group `{self.group}` stopped on an incompatible schema change "
@@ -209,10 +217,10 @@ class SilverRoutes:
     data, and building one costs a Py4J call per function (for 64 event types, hundreds of them,
     each a reflective lookup in the JVM), about 0.1 s of a 1 s batch."""
 
-    condition: "Column"
-    columns: tuple["Column", ...]
+    condition: Column
+    columns: tuple[Column, ...]
 
-    def of(self, bronze: "DataFrame") -> "DataFrame":
+    def of(self, bronze: DataFrame) -> DataFrame:
         return bronze.where(self.condition).select(*self.columns)
 
 
@@ -226,11 +234,15 @@ def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompati
     action = ACTION_OF[on_incompatible]
     tally = F.when(unfit.isNotNull(), F.concat_ws(TALLY_SEPARATOR, F.lit(action), event_type, schema_hash))
     if on_incompatible == "rescue":
-        route: "Column" = event_type
+        route: Column = event_type
     else:
         held = F.lit(QUARANTINE_ROUTE if on_incompatible == "quarantine" else HALT_ROUTE)
         route = F.when(unfit.isNotNull(), held).otherwise(event_type)
-    rescued = rescued_data(schemas, event_type, schema_hash, payload, F.col("source_file")) if on_incompatible == "rescue" else F.lit(None).cast("string")
+    rescued = (
+        rescued_data(schemas, event_type, schema_hash, payload, F.col("source_file"))
+        if on_incompatible == "rescue"
+        else F.lit(None).cast("string")
+    )
     return SilverRoutes(
         condition=event_type.isin(sorted(schemas)),
         columns=(
@@ -247,7 +259,7 @@ def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompati
     )
 
 
-def _unfit_variation(schemas: dict[str, SilverSchema], event_type: "Column", schema_hash: "Column") -> "Column":
+def _unfit_variation(schemas: dict[str, SilverSchema], event_type: Column, schema_hash: Column) -> Column:
     """Per row: what its variation's table cannot hold (`player.level: long -> string`), or null."""
     from pyspark.sql import functions as F
 
@@ -259,15 +271,17 @@ def _unfit_variation(schemas: dict[str, SilverSchema], event_type: "Column", sch
     if not details:
         return F.lit(None).cast("string")
     key = F.concat_ws(TALLY_SEPARATOR, event_type, schema_hash)
-    return F.create_map(*[F.lit(x) for (t, h), d in sorted(details.items()) for x in (f"{t}{TALLY_SEPARATOR}{h}", d)])[key]
+    return F.create_map(*[F.lit(x) for (t, h), d in sorted(details.items()) for x in (f"{t}{TALLY_SEPARATOR}{h}", d)])[
+        key
+    ]
 
 
 def start_silver_group(
-    spark: "SparkSession",
+    spark: SparkSession,
     lake: LakeLayout,
-    connector: "DeltaConnector",
+    connector: DeltaConnector,
     writer: SilverGroupWriter,
-) -> "StreamingQuery":
+) -> StreamingQuery:
     settings = writer.settings
     stream = (
         connector.read_stream(
@@ -280,7 +294,9 @@ def start_silver_group(
         .foreachBatch(batch_function(writer))
         .option("checkpointLocation", str(lake.checkpoint(writer.stream)))
     )
-    stream = stream.trigger(availableNow=True) if settings.available_now else stream.trigger(
-        processingTime=f"{settings.trigger_seconds} seconds"
+    stream = (
+        stream.trigger(availableNow=True)
+        if settings.available_now
+        else stream.trigger(processingTime=f"{settings.trigger_seconds} seconds")
     )
     return stream.start()

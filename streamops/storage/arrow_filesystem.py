@@ -2,7 +2,7 @@
 
 Arrow's own C++ filesystems (local, S3, Azure, GCS) read Parquet without holding any Python
 object, which is what keeps a Delta scan's teardown from needing the interpreter
-(`streamops.delta_read` explains the abort this avoids). Each is rooted at the location, so the
+(`streamops.delta.read` explains the abort this avoids). Each is rooted at the location, so the
 relative file paths delta-rs hands pyarrow resolve inside the table.
 """
 

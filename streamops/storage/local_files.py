@@ -14,8 +14,6 @@ from collections.abc import Iterator
 
 from streamops.storage.entries import DirListing, Entry
 
-ATOMIC_RENAME = True
-
 
 def _temp_for(key: str) -> str:
     head, name = os.path.split(key)

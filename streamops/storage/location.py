@@ -24,6 +24,7 @@ from streamops.storage.object_store_files import ObjectStoreFiles, files_for
 from streamops.storage.store_options import StoreOptions
 from streamops.storage.store_root import StoreRoot
 
+
 @dataclass(frozen=True, order=True)
 class Location:
     """`key` is an absolute path for local files, else the object key prefix ("" = the bucket)."""
@@ -32,7 +33,7 @@ class Location:
     key: str
 
     @classmethod
-    def of(cls, value: "str | os.PathLike[str] | Location") -> "Location":
+    def of(cls, value: str | os.PathLike[str] | Location) -> Location:
         """Parse a path or URI (`~` expanded and made absolute for local paths)."""
         if isinstance(value, Location):
             return value
@@ -46,7 +47,7 @@ class Location:
         return cls(root, _clean_key(parts.path, text))
 
     @classmethod
-    def local(cls, path: "str | os.PathLike[str]") -> "Location":
+    def local(cls, path: str | os.PathLike[str]) -> Location:
         return cls(StoreRoot.local(), str(Path(path).expanduser().resolve()))
 
     # -- naming ------------------------------------------------------------------------------
@@ -64,7 +65,7 @@ class Location:
             raise TypeError(f"`{self}` is not on the local file system")
         return self.key
 
-    def __truediv__(self, name: str) -> "Location":
+    def __truediv__(self, name: str) -> Location:
         if self.root.is_local:
             return Location(self.root, os.path.join(self.key, name))
         return Location(self.root, _clean_key(posixpath.join(self.key, name), name))
@@ -74,12 +75,12 @@ class Location:
         return posixpath.basename(self.key.rstrip("/")) if not self.root.is_local else os.path.basename(self.key)
 
     @property
-    def parent(self) -> "Location":
+    def parent(self) -> Location:
         if self.root.is_local:
             return Location(self.root, os.path.dirname(self.key))
         return Location(self.root, posixpath.dirname(self.key))
 
-    def with_name(self, name: str) -> "Location":
+    def with_name(self, name: str) -> Location:
         return self.parent / name
 
     @property
@@ -93,7 +94,7 @@ class Location:
             raise UnsupportedLocationError(f"`{self}` is not on the local file system")
         return Path(self.key)
 
-    def relative_to(self, other: "Location") -> str | None:
+    def relative_to(self, other: Location) -> str | None:
         """This location's path below `other` (`/`-separated), or None when it is not below it."""
         if self.root != other.root:
             return None
@@ -105,7 +106,7 @@ class Location:
             return None
         return self.key[len(base) + 1 if base else 0 :].replace(os.sep, "/")
 
-    def same_store(self, other: "Location") -> bool:
+    def same_store(self, other: Location) -> bool:
         return self.root == other.root
 
     # -- the store ---------------------------------------------------------------------------
@@ -164,19 +165,19 @@ class Location:
         """One level: files with size and time, and subdirectory names (one paginated LIST)."""
         return local_files.list_dir(self.key) if self.root.is_local else self._files().list_dir(self.key)
 
-    def iterdir(self) -> Iterator["Location"]:
+    def iterdir(self) -> Iterator[Location]:
         listing = self.list_dir()
         for name in (*listing.dirs, *(f.name for f in listing.files)):
             yield self / name
 
-    def subdirs(self) -> list["Location"]:
+    def subdirs(self) -> list[Location]:
         return [self / name for name in sorted(self.list_dir().dirs)]
 
     def walk(self) -> Iterator[Entry]:
         """Every file below, named relative to this location."""
         return local_files.walk(self.key) if self.root.is_local else self._files().walk(self.key)
 
-    def copy_tree(self, target: "Location") -> None:
+    def copy_tree(self, target: Location) -> None:
         """Copy every file below this location to `target` (same store: server-side copies)."""
         if not self.same_store(target):
             raise UnsupportedLocationError(f"cannot copy `{self}` to `{target}`: they are on different stores")

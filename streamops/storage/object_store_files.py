@@ -47,15 +47,14 @@ from streamops.storage.store_options import (
 )
 from streamops.storage.store_root import StoreRoot
 
-ATOMIC_RENAME = False
 PROBE_TIMEOUT_SECONDS = 3.0
 T = TypeVar("T")
 
-_stores: dict[StoreRoot, "ObjectStoreFiles"] = {}
+_stores: dict[StoreRoot, ObjectStoreFiles] = {}
 _stores_lock = threading.Lock()
 
 
-def files_for(root: StoreRoot) -> "ObjectStoreFiles":
+def files_for(root: StoreRoot) -> ObjectStoreFiles:
     """The (cached) backend of one bucket or container, built from the environment once."""
     with _stores_lock:
         files = _stores.get(root)
@@ -92,8 +91,8 @@ class ObjectStoreFiles:
         """One level below `key`: every page of a delimiter LIST."""
         prefix = _dir_prefix(key)
         result = self._call("list", key, lambda: obstore.list_with_delimiter(self.store, prefix or None))
-        files = tuple(_entry(meta, meta["path"][len(prefix):]) for meta in result["objects"])
-        dirs = tuple(p[len(prefix):].rstrip("/") for p in result["common_prefixes"])
+        files = tuple(_entry(meta, meta["path"][len(prefix) :]) for meta in result["objects"])
+        dirs = tuple(p[len(prefix) :].rstrip("/") for p in result["common_prefixes"])
         return DirListing(tuple(f for f in files if f.name), dirs)
 
     def walk(self, key: str) -> Iterator[Entry]:
@@ -103,7 +102,7 @@ class ObjectStoreFiles:
         prefix = _dir_prefix(key)
         stream = self._call("list", key, lambda: obstore.list(self.store, prefix or None, chunk_size=1000))
         entries = [
-            _entry(meta, meta["path"][len(prefix):]) for chunk in self._iterate("list", key, stream) for meta in chunk
+            _entry(meta, meta["path"][len(prefix) :]) for chunk in self._iterate("list", key, stream) for meta in chunk
         ]
         dirs = {name.rsplit("/", 1)[0] for name in (e.name for e in entries) if "/" in name}
         dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}

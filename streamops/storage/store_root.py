@@ -34,11 +34,11 @@ class StoreRoot:
     """`bucket`, `container` or `container@account.dfs.core.windows.net` as written."""
 
     @classmethod
-    def local(cls) -> "StoreRoot":
+    def local(cls) -> StoreRoot:
         return cls("file")
 
     @classmethod
-    def parse(cls, scheme: str, authority: str, original: str) -> "StoreRoot":
+    def parse(cls, scheme: str, authority: str, original: str) -> StoreRoot:
         kind = SCHEMES.get(scheme.lower())
         if kind is None:
             raise UnsupportedLocationError(

@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.transaction import AddAction
 
-from pipeline.delta_connector.batch_writer import write_batch
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.delta_read import read_delta
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.batch_writer import write_batch
 
 SILVER_STREAM = "silver_core"
 BRONZE_STREAM = "bronze"
@@ -79,8 +79,9 @@ def append_version(table: Path, first_id: int, files: int = 1, rows: int = 5) ->
         ids = list(range(next_id, next_id + rows))
         name = f"part-{uuid.uuid4()}.parquet"
         pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{i}" for i in ids]}), table / name)
-        actions.append(AddAction(name, (table / name).stat().st_size, {}, now_ms + index, True,
-                                 json.dumps({"numRecords": rows})))
+        actions.append(
+            AddAction(name, (table / name).stat().st_size, {}, now_ms + index, True, json.dumps({"numRecords": rows}))
+        )
         next_id += rows
     DeltaTable(str(table)).create_write_transaction(actions, "append", SOURCE_SCHEMA)
     return next_id
@@ -100,14 +101,14 @@ def delta_foreach_batch(stream: str, sinks: tuple[Path, ...], seen: list[int], q
         table = df.toArrow()
         for parity, sink in enumerate(sinks):
             part = table.filter(pc.equal(pc.bit_wise_and(table["id"], 1), parity))
-            write_batch(sink, part, BatchCommitInfo(stream=stream, batch_id=batch_id,
-                                                     query_id=query_ids.get("id")))
+            write_batch(sink, part, BatchCommitInfo(stream=stream, batch_id=batch_id, query_id=query_ids.get("id")))
 
     return run
 
 
-def run_delta_stream(spark, source: Path, checkpoint: Path, sinks: tuple[Path, ...], stream: str,
-                     max_files: int = 1) -> tuple[list[int], str]:
+def run_delta_stream(
+    spark, source: Path, checkpoint: Path, sinks: tuple[Path, ...], stream: str, max_files: int = 1
+) -> tuple[list[int], str]:
     """Run the stream until the source is drained (availableNow); returns (batch ids run, query id)."""
     seen: list[int] = []
     query_ids: dict = {}
@@ -115,10 +116,13 @@ def run_delta_stream(spark, source: Path, checkpoint: Path, sinks: tuple[Path, .
     if metadata.exists():
         query_ids["id"] = json.loads(metadata.read_text())["id"]
     query = (
-        spark.readStream.format("streamops_delta").option("path", str(source))
-        .option("maxFilesPerTrigger", str(max_files)).load()
+        spark.readStream.format("streamops_delta")
+        .option("path", str(source))
+        .option("maxFilesPerTrigger", str(max_files))
+        .load()
         .writeStream.foreachBatch(delta_foreach_batch(stream, sinks, seen, query_ids))
-        .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
     )
     handle = None
     try:
@@ -147,7 +151,9 @@ def build_delta_world(spark, root: Path) -> World:
     return World(lake, SILVER_STREAM, checkpoint, source, sinks, query_id, len(first) + len(second))
 
 
-def run_file_stream(spark, landing: Path, checkpoint: Path, sink: Path, stream: str) -> tuple[list[tuple[int, list[str]]], str]:
+def run_file_stream(
+    spark, landing: Path, checkpoint: Path, sink: Path, stream: str
+) -> tuple[list[tuple[int, list[str]]], str]:
     """File source over `landing`, one file per trigger, drained with availableNow."""
     seen: list[tuple[int, list[str]]] = []
     query_ids: dict = {}
@@ -163,9 +169,13 @@ def run_file_stream(spark, landing: Path, checkpoint: Path, sink: Path, stream: 
     handle = None
     try:
         handle = (
-            spark.readStream.schema("id long").option("maxFilesPerTrigger", "1").json(str(landing))
-            .writeStream.foreachBatch(run).option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True).start()
+            spark.readStream.schema("id long")
+            .option("maxFilesPerTrigger", "1")
+            .json(str(landing))
+            .writeStream.foreachBatch(run)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
         )
         query_ids["id"] = str(handle.id)
         handle.awaitTermination(120)
@@ -202,10 +212,17 @@ def build_rate_world(spark, root: Path, runs: int = 3) -> World:
         handle = None
         try:
             handle = (
-                spark.readStream.format("rate").option("rowsPerSecond", "20").load()
-                .selectExpr("value % 3 AS key").groupBy("key").count()
-                .writeStream.outputMode("complete").format("noop")
-                .option("checkpointLocation", str(checkpoint)).trigger(once=True).start()
+                spark.readStream.format("rate")
+                .option("rowsPerSecond", "20")
+                .load()
+                .selectExpr("value % 3 AS key")
+                .groupBy("key")
+                .count()
+                .writeStream.outputMode("complete")
+                .format("noop")
+                .option("checkpointLocation", str(checkpoint))
+                .trigger(once=True)
+                .start()
             )
             query_id = str(handle.id)
             handle.awaitTermination(120)

@@ -81,8 +81,10 @@ def grouped_state(spark: SparkSession, landing: Path) -> DataFrame:
         state.update((seen,))
         yield pd.DataFrame({"k": [key[0]], "seen": [seen]})
 
-    return landing_stream(spark, landing).groupBy("k").applyInPandasWithState(
-        count, "k long, seen long", "seen long", "Update", "NoTimeout"
+    return (
+        landing_stream(spark, landing)
+        .groupBy("k")
+        .applyInPandasWithState(count, "k long, seen long", "seen long", "Update", "NoTimeout")
     )
 
 
@@ -105,8 +107,10 @@ def transform_with_state(spark: SparkSession, landing: Path) -> DataFrame:
         def close(self) -> None:
             self.count = None
 
-    return landing_stream(spark, landing).groupBy("k").transformWithStateInPandas(
-        Counter(), outputStructType="k long, n long", outputMode="Update", timeMode="None"
+    return (
+        landing_stream(spark, landing)
+        .groupBy("k")
+        .transformWithStateInPandas(Counter(), outputStructType="k long, n long", outputMode="Update", timeMode="None")
     )
 
 
@@ -122,8 +126,13 @@ def run_available(
     """Run `query` until the landing is drained; returns the memory sink's final rows."""
     with confs(spark, conf or {}):
         handle = (
-            query(spark, landing).writeStream.outputMode(mode).format("memory").queryName(name)
-            .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+            query(spark, landing)
+            .writeStream.outputMode(mode)
+            .format("memory")
+            .queryName(name)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
         )
         try:
             handle.awaitTermination(180)

@@ -6,10 +6,10 @@ from itertools import pairwise
 
 import pytest
 
-from checkpoint_tools.inspection import inspect_checkpoint
-from streamops.checkpoint_reader import read_checkpoint, read_query_id
+from streamops.checkpoint.metadata_log import crc_problem, list_log, write_log_file
+from streamops.checkpoint.reader import read_checkpoint, read_query_id
+from streamops.checkpoint_tools.inspection import inspect_checkpoint
 from streamops.exceptions import CheckpointNotFoundError
-from streamops.metadata_log import crc_problem, list_log, write_log_file
 from streamops.storage.location import Location
 
 
@@ -82,7 +82,15 @@ def test_inspect_report_holds_everything_the_issue_lists(file_world):
     assert first["batch_timestamp_ms"] and first["committed_ms"] and first["watermark_ms"] == 0
     assert report["conf"]["spark.sql.shuffle.partitions"]
     assert report["source_logs"] == [
-        {"source_id": "0", "kind": "file_source", "files": file_world.batches, "latest_log_batch": file_world.batches - 1,
-         "entries": file_world.batches, "compact_batches": [3, 7], "compact_interval": 4, "problems": []}
+        {
+            "source_id": "0",
+            "kind": "file_source",
+            "files": file_world.batches,
+            "latest_log_batch": file_world.batches - 1,
+            "entries": file_world.batches,
+            "compact_batches": [3, 7],
+            "compact_interval": 4,
+            "problems": [],
+        }
     ]
     assert report["state"]["present"] is False and report["problems"] == []

@@ -9,9 +9,9 @@ import pyarrow as pa
 from checkpoint_worlds import append_versions
 from deltalake import DeltaTable, write_deltalake
 
-from checkpoint_tools.correlation import correlate
-from streamops.delta_log import DeltaLog
-from streamops.metadata_log import remove_log_file
+from streamops.checkpoint.metadata_log import remove_log_file
+from streamops.checkpoint_tools.correlation import correlate
+from streamops.delta.log import DeltaLog
 from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -23,8 +23,13 @@ def test_each_batch_read_exactly_its_files_and_wrote_both_sinks(delta_world):
     reads = [b.source_read for b in result.batches]
     positions = [[(f.version, f.index, f.is_starting_version) for f in r.files] for r in reads]
     assert positions == [
-        [(2, 0, True)], [(2, 1, True)], [(2, 2, True)], [(2, 3, True)],  # the starting snapshot
-        [(3, 0, False)], [(3, 1, False)], [(4, 0, False)],  # then commit by commit
+        [(2, 0, True)],
+        [(2, 1, True)],
+        [(2, 2, True)],
+        [(2, 3, True)],  # the starting snapshot
+        [(3, 0, False)],
+        [(3, 1, False)],
+        [(4, 0, False)],  # then commit by commit
     ]
     assert [r.rows for r in reads] == [5] * 7
     log = DeltaLog(delta_world.source)

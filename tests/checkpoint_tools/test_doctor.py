@@ -12,16 +12,16 @@ from checkpoint_worlds import World, append_version, append_versions, run_delta_
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
-from checkpoint_tools.checkpoint_checks import (
+from streamops.checkpoint.metadata_log import remove_log_file, write_log_file
+from streamops.checkpoint_tools.checkpoint_checks import (
     check_batch_gaps,
     check_concurrent_writers,
 )
-from checkpoint_tools.doctor import DoctorTarget, diagnose, diagnose_lake
-from checkpoint_tools.doctor_context import DoctorSettings
-from pipeline.delta_connector.batch_writer import write_batch
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.delta_log import DeltaLog
-from streamops.metadata_log import remove_log_file, write_log_file
+from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose, diagnose_lake
+from streamops.checkpoint_tools.doctor_context import DoctorSettings
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.log import DeltaLog
+from streamops.pipeline.delta_connector.batch_writer import write_batch
 from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -57,6 +57,7 @@ def latest(world: World) -> int:
 
 # --- healthy -------------------------------------------------------------------------------
 
+
 def test_healthy_checkpoints_have_no_findings(delta_world, file_world, rate_world):
     for world in (delta_world, file_world, rate_world):
         diagnosis = doctor(world)
@@ -79,6 +80,7 @@ def test_empty_checkpoint_directory_in_a_lake_is_a_warning(delta_world):
 
 
 # --- checkpoint-only faults ----------------------------------------------------------------
+
 
 def test_uncommitted_batch_is_replayed_with_its_versions(delta_world):
     remove_log_file(delta_world.checkpoint / "commits" / str(latest(delta_world)))
@@ -160,8 +162,9 @@ def test_commit_without_offsets(delta_world):
 
 def test_conf_changed_stateless_is_a_warning(delta_world):
     path = delta_world.checkpoint / "offsets" / str(latest(delta_world))
-    write_log_file(path, path.read_bytes().replace(b'"spark.sql.shuffle.partitions":"2"',
-                                                   b'"spark.sql.shuffle.partitions":"7"'))
+    write_log_file(
+        path, path.read_bytes().replace(b'"spark.sql.shuffle.partitions":"2"', b'"spark.sql.shuffle.partitions":"7"')
+    )
     item = finding(doctor(delta_world), "conf_changed")
     assert item.severity == "warning"
     assert item.evidence["changes"][0]["after"] == "7"
@@ -169,8 +172,12 @@ def test_conf_changed_stateless_is_a_warning(delta_world):
 
 def test_conf_changed_under_state_breaks_restart(rate_world):
     path = rate_world.checkpoint / "offsets" / str(latest(rate_world))
-    write_log_file(path, path.read_bytes().replace(
-        b"HDFSBackedStateStoreProvider", b"RocksDBStateStoreProvider").replace(b"state.HDFS", b"state.Rocks"))
+    write_log_file(
+        path,
+        path.read_bytes()
+        .replace(b"HDFSBackedStateStoreProvider", b"RocksDBStateStoreProvider")
+        .replace(b"state.HDFS", b"state.Rocks"),
+    )
     assert ("conf_changed", "error") in found(doctor(rate_world))
 
 
@@ -189,7 +196,8 @@ def test_two_runs_writing_one_checkpoint(spark, delta_world, tmp_path):
     item = finding(doctor(delta_world, checks=[check_concurrent_writers]), "concurrent_writers")
     assert item.severity == "error"
     assert {(s["batch_id"], s["kind"]) for s in item.evidence["signs"]} == {
-        (5, "planned_after_commit"), (6, "timestamp_backwards")
+        (5, "planned_after_commit"),
+        (6, "timestamp_backwards"),
     }
 
 
@@ -208,6 +216,7 @@ def test_file_source_log_behind(file_world):
 
 
 # --- source table faults -------------------------------------------------------------------
+
 
 def test_source_table_missing(delta_world):
     shutil.rmtree(delta_world.source)
@@ -258,6 +267,7 @@ def test_backlog_and_stall(delta_world):
 
 # --- sink faults ---------------------------------------------------------------------------
 
+
 def test_sink_txn_ahead_when_the_checkpoint_lost_batches(delta_world):
     drop_batches_from(delta_world, latest(delta_world) - 1)
     item = finding(doctor(delta_world), "sink_txn_ahead")
@@ -268,8 +278,11 @@ def test_sink_txn_behind_when_the_sink_lost_batches(delta_world):
     for sink in delta_world.sinks:
         shutil.rmtree(sink)
         for batch in (0, 1):
-            write_batch(sink, pa.table({"id": pa.array([batch * 2], pa.int64()), "name": ["x"]}),
-                        BatchCommitInfo(delta_world.stream, batch, delta_world.query_id))
+            write_batch(
+                sink,
+                pa.table({"id": pa.array([batch * 2], pa.int64()), "name": ["x"]}),
+                BatchCommitInfo(delta_world.stream, batch, delta_world.query_id),
+            )
     item = finding(doctor(delta_world), "sink_txn_behind")
     assert item.severity == "warning"
     assert item.evidence["sink_txn"] == 1 and item.evidence["read_data"] is True
@@ -277,25 +290,38 @@ def test_sink_txn_behind_when_the_sink_lost_batches(delta_world):
 
 
 def test_sink_written_by_another_query(delta_world):
-    write_batch(delta_world.sinks[0], pa.table({"id": pa.array([10_000], pa.int64()), "name": ["x"]}),
-                BatchCommitInfo(delta_world.stream, latest(delta_world) + 1, "another-query-id"))
+    write_batch(
+        delta_world.sinks[0],
+        pa.table({"id": pa.array([10_000], pa.int64()), "name": ["x"]}),
+        BatchCommitInfo(delta_world.stream, latest(delta_world) + 1, "another-query-id"),
+    )
     item = finding(doctor(delta_world), "sink_written_by_other_query")
     assert item.severity == "error" and item.evidence["other_query_ids"] == ["another-query-id"]
 
 
 def test_duplicate_sink_commit_from_a_non_idempotent_writer(delta_world):
     info = BatchCommitInfo(delta_world.stream, latest(delta_world), delta_world.query_id)
-    write_deltalake(str(delta_world.sinks[1]), pa.table({"id": pa.array([33], pa.int64()), "name": ["n33"]}),
-                    mode="append",
-                    commit_properties=CommitProperties(custom_metadata=info.to_custom_metadata()))
+    write_deltalake(
+        str(delta_world.sinks[1]),
+        pa.table({"id": pa.array([33], pa.int64()), "name": ["n33"]}),
+        mode="append",
+        commit_properties=CommitProperties(custom_metadata=info.to_custom_metadata()),
+    )
     item = finding(doctor(delta_world), "duplicate_sink_commit")
     assert item.severity == "error" and item.evidence["batch_id"] == latest(delta_world)
     assert len(item.evidence["versions"]) == 2
 
 
 def test_a_check_that_cannot_run_is_reported(delta_world, tmp_path):
-    world = World(delta_world.lake, delta_world.stream, delta_world.checkpoint, delta_world.source,
-                  (tmp_path / "no_such_table",), delta_world.query_id, delta_world.batches)
+    world = World(
+        delta_world.lake,
+        delta_world.stream,
+        delta_world.checkpoint,
+        delta_world.source,
+        (tmp_path / "no_such_table",),
+        delta_world.query_id,
+        delta_world.batches,
+    )
     diagnosis = doctor(world)
     assert {f.code for f in diagnosis.findings} == {"check_failed"}
     assert all(f.severity == "warning" for f in diagnosis.findings)

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 from checkpoint_worlds import FILE_COMPACT_INTERVAL, build_file_world
 
-from streamops.exceptions import (
-    CheckpointNotFoundError,
-    MalformedLogFileError,
-    NotAFileSourceLogError,
-)
-from streamops.file_source_log import (
+from streamops.checkpoint.file_source_log import (
     FileSourceEntry,
     read_file_source_log,
     scan_file_source_log,
     truncate_file_source_log,
+)
+from streamops.exceptions import (
+    CheckpointNotFoundError,
+    MalformedLogFileError,
+    NotAFileSourceLogError,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -95,5 +95,3 @@ def test_truncate_rewrites_compacted_files_spark_already_deleted(file_world):
     # the rewritten compact file is byte-for-byte what Spark writes (v1 + json4s lines)
     lines = (directory / "3.compact").read_text().split("\n")
     assert lines[0] == "v1" and lines[1].startswith('{"path":"file://') and lines[1].endswith(',"batchId":0}')
-
-

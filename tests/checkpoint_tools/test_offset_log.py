@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from streamops.checkpoint_reader import read_checkpoint
-from streamops.delta_offsets import DeltaSourceOffset
-from streamops.exceptions import MalformedLogFileError
-from streamops.metadata_log import list_log
-from streamops.offset_log import (
+from streamops.checkpoint.metadata_log import list_log
+from streamops.checkpoint.offset_log import (
     classify_offset,
     kafka_regressions,
     parse_offsets,
 )
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.delta.source_offsets import DeltaSourceOffset
+from streamops.exceptions import MalformedLogFileError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -39,7 +39,10 @@ def test_native_delta_offsets_parse_exactly_like_ours(delta_world):
     "raw, kind",
     [
         ('{"sourceVersion":1,"reservoirId":"x","reservoirVersion":0,"index":4,"isStartingVersion":true}', "delta"),
-        ('{"sourceVersion": 1, "reservoirId": "x", "reservoirVersion": 2, "index": 0, "isStartingVersion": false}', "delta"),
+        (
+            '{"sourceVersion": 1, "reservoirId": "x", "reservoirVersion": 2, "index": 0, "isStartingVersion": false}',
+            "delta",
+        ),
         ('{"logOffset":11}', "file"),
         ('{"events":{"0":42,"1":40}}', "kafka"),
         ("51", "number"),
@@ -66,7 +69,9 @@ def test_fixture_checkpoints_of_other_sources_read_without_problems():
     assert kafka.source_logs[0].kind == "other"
     rate = read_checkpoint(FIXTURES / "rate_spark24")
     assert [[s.kind for s in b.sources] for b in rate.offsets.values()] == [
-        ["number", "none"], ["number", "file"], ["number", "file"]
+        ["number", "none"],
+        ["number", "file"],
+        ["number", "file"],
     ]
     assert [s.kind for s in rate.source_logs] == ["other", "file_source"]
     micro = read_checkpoint(FIXTURES / "rate_micro_batch_spark34")

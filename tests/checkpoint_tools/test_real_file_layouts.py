@@ -12,12 +12,12 @@ import pytest
 from checkpoint_worlds import append_versions
 from test_doctor import doctor, finding, found
 
-from checkpoint_tools.doctor import DoctorTarget, diagnose
-from checkpoint_tools.inspection import inspect_checkpoint
-from checkpoint_tools.skipped_checks import SINK_CHECKS, SOURCE_CHECKS
-from streamops.checkpoint_reader import read_checkpoint
-from streamops.delta_log import DeltaLog, parse_commit
-from streamops.metadata_log import hadoop_crc, list_log
+from streamops.checkpoint.metadata_log import hadoop_crc, list_log
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
+from streamops.checkpoint_tools.inspection import inspect_checkpoint
+from streamops.checkpoint_tools.skipped_checks import SINK_CHECKS, SOURCE_CHECKS
+from streamops.delta.log import DeltaLog, parse_commit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 META = b'{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}'
@@ -115,11 +115,19 @@ def test_a_verdict_lists_the_checks_it_could_not_run(delta_world):
 def test_rows_of_a_file_with_a_deletion_vector_exclude_the_deleted_ones():
     """An add action as Delta's protocol writes it for a file with a deletion vector."""
     add = {
-        "path": "part-00000-1.snappy.parquet", "partitionValues": {}, "size": 1024,
-        "modificationTime": 1700000000000, "dataChange": True,
+        "path": "part-00000-1.snappy.parquet",
+        "partitionValues": {},
+        "size": 1024,
+        "modificationTime": 1700000000000,
+        "dataChange": True,
         "stats": '{"numRecords":10,"minValues":{"id":0},"maxValues":{"id":9},"nullCount":{"id":0}}',
-        "deletionVector": {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
-                           "offset": 4, "sizeInBytes": 40, "cardinality": 3},
+        "deletionVector": {
+            "storageType": "u",
+            "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+            "offset": 4,
+            "sizeInBytes": 40,
+            "cardinality": 3,
+        },
     }
     commit = parse_commit(7, orjson.dumps({"add": add}) + b"\n")
     assert commit.adds[0].num_records == 7 and commit.adds[0].has_deletion_vector

@@ -18,13 +18,13 @@ from checkpoint_worlds import (
     source_rows,
 )
 
-from checkpoint_tools.correlation import correlate
-from checkpoint_tools.doctor import DoctorTarget, diagnose
-from checkpoint_tools.exceptions import RewindError
-from checkpoint_tools.rewind import apply_rewind, plan_rewind
-from pipeline.delta_connector.batch_writer import write_batch
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.metadata_log import remove_log_file
+from streamops.checkpoint.metadata_log import remove_log_file
+from streamops.checkpoint_tools.correlation import correlate
+from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
+from streamops.checkpoint_tools.exceptions import RewindError
+from streamops.checkpoint_tools.rewind import apply_rewind, plan_rewind
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.pipeline.delta_connector.batch_writer import write_batch
 from streamops.storage.location import Location
 
 
@@ -58,13 +58,21 @@ def test_rewind_then_restart_replays_exactly_and_duplicates_nothing(spark, delta
             (original / name / path.name).write_bytes(path.read_bytes())
 
     result = apply_rewind(plan_rewind(delta_world.checkpoint, 4, delta_world.source, delta_world.sinks))
-    assert result.backup.parent == Location.of(delta_world.checkpoint.parent) and result.backup.name.startswith(".silver_core.backup-")
+    assert result.backup.parent == Location.of(delta_world.checkpoint.parent) and result.backup.name.startswith(
+        ".silver_core.backup-"
+    )
     assert not filecmp.dircmp(Path(result.backup / "offsets"), original / "offsets").diff_files
-    assert sorted(p.name for p in (delta_world.checkpoint / "offsets").iterdir() if p.name.isdigit()) == ["0", "1", "2", "3"]
+    assert sorted(p.name for p in (delta_world.checkpoint / "offsets").iterdir() if p.name.isdigit()) == [
+        "0",
+        "1",
+        "2",
+        "3",
+    ]
     assert delta_world.lake.checkpoint_dirs() == [Location.of(delta_world.checkpoint)]  # the backup is not a stream
 
-    replayed, query_id = run_delta_stream(spark, delta_world.source, delta_world.checkpoint, delta_world.sinks,
-                                          delta_world.stream)
+    replayed, query_id = run_delta_stream(
+        spark, delta_world.source, delta_world.checkpoint, delta_world.sinks, delta_world.stream
+    )
     assert replayed == [4, 5, 6]
     assert query_id == delta_world.query_id  # metadata kept: same query
     assert sink_rows(delta_world.sinks) == expected_rows  # skipped by txn: no duplicate
@@ -93,8 +101,9 @@ def test_rewind_refills_a_sink_that_lost_batches(spark, delta_world):
     plan = plan_rewind(delta_world.checkpoint, 2, delta_world.source, delta_world.sinks)
     assert all(s.written_batches == (2, 3, 4, 5, 6) and s.skipped_batches == () for s in plan.sinks)
     apply_rewind(plan)
-    replayed, _ = run_delta_stream(spark, delta_world.source, delta_world.checkpoint, delta_world.sinks,
-                                   delta_world.stream)
+    replayed, _ = run_delta_stream(
+        spark, delta_world.source, delta_world.checkpoint, delta_world.sinks, delta_world.stream
+    )
     assert replayed == [2, 3, 4, 5, 6]
     assert sink_rows(delta_world.sinks) == source_rows(delta_world.source)
     assert diagnose(target).findings == ()

@@ -13,11 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from checkpoint_tools.doctor import DoctorTarget, diagnose
-from checkpoint_tools.inspection import inspect_checkpoint
-from checkpoint_tools.rewind import apply_rewind, plan_rewind
-from streamops.checkpoint_reader import read_checkpoint
 from stateful_worlds import (
     OFFSET_LOG_V2,
     ROCKSDB_CHANGELOG_V2,
@@ -31,12 +26,21 @@ from stateful_worlds import (
     write_landing,
 )
 
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
+from streamops.checkpoint_tools.inspection import inspect_checkpoint
+from streamops.checkpoint_tools.rewind import apply_rewind, plan_rewind
+
 FILES = 3
 KINDS = {
     "aggregation": (aggregation, OFFSET_LOG_V2, ("default",), "hdfs"),
     "dedup": (deduplication, {}, ("default",), "hdfs"),
-    "join": (stream_join, {}, ("left-keyToNumValues", "left-keyWithIndexToValue",
-                               "right-keyToNumValues", "right-keyWithIndexToValue"), "hdfs"),
+    "join": (
+        stream_join,
+        {},
+        ("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"),
+        "hdfs",
+    ),
     "grouped_state": (grouped_state, {}, ("default",), "hdfs"),
     "rocksdb": (aggregation, ROCKSDB_CHANGELOG_V2, ("default",), "rocksdb"),
     "transform_with_state": (transform_with_state, ROCKSDB_ONLY, ("default",), "rocksdb"),

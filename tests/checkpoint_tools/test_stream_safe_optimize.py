@@ -11,15 +11,15 @@ from checkpoint_worlds import append_versions
 from deltalake import DeltaTable, write_deltalake
 from waiting import wait_until
 
-from checkpoint_tools.stream_readers import StreamReaders, find_readers
-from checkpoint_tools.stream_safe_optimize import optimize_table
-from pipeline.delta_connector.batch_writer import write_batch
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.delta_connector.write_plan import TableTarget, WritePlan
+from streamops.checkpoint_tools.stream_readers import StreamReaders, find_readers
+from streamops.checkpoint_tools.stream_safe_optimize import optimize_table
 from streamops.cli import main
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.delta_log import DeltaLog
-from streamops.delta_read import read_delta
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.log import DeltaLog
+from streamops.delta.read import read_delta
+from streamops.pipeline.delta_connector.batch_writer import write_batch
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.storage.location import Location
 
 NO_READERS = StreamReaders((), ())
@@ -91,22 +91,43 @@ def test_optimize_during_a_streaming_append_loses_and_repeats_nothing(spark, tmp
     sink = EmbeddedDelta()
 
     def write(df, batch_id):
-        plan = WritePlan(BatchCommitInfo("writer", batch_id, None), {"t": TableTarget(str(table), columns={"id": "id", "name": "name"})}, ("t",), "")
+        plan = WritePlan(
+            BatchCommitInfo("writer", batch_id, None),
+            {"t": TableTarget(str(table), columns={"id": "id", "name": "name"})},
+            ("t",),
+            "",
+        )
         sink.write_routes(df.selectExpr("'t' AS _route", "value AS id", "CAST(value AS STRING) AS name"), plan)
 
     def copy_batch(df, batch_id):
         write_batch(copy, df.toArrow(), BatchCommitInfo("reader", batch_id, None))
 
-    writer = (spark.readStream.format("rate").option("rowsPerSecond", 40).load().writeStream.foreachBatch(write)
-              .option("checkpointLocation", str(writer_ckpt)).trigger(processingTime="300 milliseconds").start())
-    reader = (spark.readStream.format("streamops_delta").option("maxFilesPerTrigger", 3).load(str(table))
-              .writeStream.foreachBatch(copy_batch).option("checkpointLocation", str(reader_ckpt))
-              .trigger(processingTime="300 milliseconds").start())
+    writer = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 40)
+        .load()
+        .writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(writer_ckpt))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+    reader = (
+        spark.readStream.format("streamops_delta")
+        .option("maxFilesPerTrigger", 3)
+        .load(str(table))
+        .writeStream.foreachBatch(copy_batch)
+        .option("checkpointLocation", str(reader_ckpt))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
     compactions = []
     try:
         for round_number in range(3):
-            wait_until(lambda: DeltaLog(table).refresh().latest_version() >= 6 * (round_number + 1) + len(compactions),
-                       timeout=90, what="more streaming appends")
+            wait_until(
+                lambda: DeltaLog(table).refresh().latest_version() >= 6 * (round_number + 1) + len(compactions),
+                timeout=90,
+                what="more streaming appends",
+            )
             readers = find_readers(None, [Location.of(reader_ckpt)])
             result = optimize_table(Location.of(table), readers, dry_run=False)
             assert not result.duplicated and [r.stream for r in result.readers] == ["ckpt_reader"]
@@ -115,8 +136,14 @@ def test_optimize_during_a_streaming_append_loses_and_repeats_nothing(spark, tmp
         writer.stop()
         reader.stop()
     assert all(c.version is not None and c.files_removed > c.files_added for c in compactions)
-    drained = (spark.readStream.format("streamops_delta").load(str(table)).writeStream.foreachBatch(copy_batch)
-               .option("checkpointLocation", str(reader_ckpt)).trigger(availableNow=True).start())
+    drained = (
+        spark.readStream.format("streamops_delta")
+        .load(str(table))
+        .writeStream.foreachBatch(copy_batch)
+        .option("checkpointLocation", str(reader_ckpt))
+        .trigger(availableNow=True)
+        .start()
+    )
     drained.awaitTermination(120)
     written = ids(table)
     assert len(written) == len(set(written)), "no row appended twice"

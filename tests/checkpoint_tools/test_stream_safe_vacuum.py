@@ -13,8 +13,8 @@ from checkpoint_worlds import append_versions, run_delta_stream, sink_rows, sour
 from deltalake import DeltaTable
 from pyspark.errors import StreamingQueryException
 
-from checkpoint_tools.stream_readers import find_readers
-from checkpoint_tools.stream_safe_vacuum import vacuum_table
+from streamops.checkpoint_tools.stream_readers import find_readers
+from streamops.checkpoint_tools.stream_safe_vacuum import vacuum_table
 from streamops.cli import main
 from streamops.storage.location import Location
 
@@ -35,12 +35,23 @@ def lagging_behind_a_compaction(world) -> int:
     return len([p for p in world.source.iterdir() if p.suffix == ".parquet"])
 
 
-def test_a_lagging_stream_keeps_its_files_and_catches_up_where_plain_vacuum_breaks_it(spark, capsys, delta_world, tmp_path):
+def test_a_lagging_stream_keeps_its_files_and_catches_up_where_plain_vacuum_breaks_it(
+    spark, capsys, delta_world, tmp_path
+):
     files = lagging_behind_a_compaction(delta_world)
     baseline = delta_world.copy_to(tmp_path / "baseline")
 
-    code, out, err = run(capsys, "vacuum", "--lake", delta_world.lake.root, "--retention-hours", "0",
-                         "--allow-short-retention", "--yes", "--json")
+    code, out, err = run(
+        capsys,
+        "vacuum",
+        "--lake",
+        delta_world.lake.root,
+        "--retention-hours",
+        "0",
+        "--allow-short-retention",
+        "--yes",
+        "--json",
+    )
     assert code == 0, err
     report = {Path(t["table"]).name: t for t in json.loads(out)["tables"]}
     events = report["events"]
@@ -83,10 +94,20 @@ def test_a_stream_reading_its_starting_snapshot_keeps_the_whole_snapshot(delta_w
 def test_without_yes_nothing_is_deleted_and_a_dry_run_lists_what_would_be(capsys, delta_world):
     lagging_behind_a_compaction(delta_world)
     before = sorted(p.name for p in delta_world.source.iterdir())
-    code, _, err = run(capsys, "vacuum", "--lake", delta_world.lake.root, "--retention-hours", "0", "--allow-short-retention")
+    code, _, err = run(
+        capsys, "vacuum", "--lake", delta_world.lake.root, "--retention-hours", "0", "--allow-short-retention"
+    )
     assert code == 2 and "--dry-run" in err and "--yes" in err and "\n" not in err.strip()
-    code, out, _ = run(capsys, "vacuum", "--lake", delta_world.lake.root, "--retention-hours", "0",
-                       "--allow-short-retention", "--dry-run")
+    code, out, _ = run(
+        capsys,
+        "vacuum",
+        "--lake",
+        delta_world.lake.root,
+        "--retention-hours",
+        "0",
+        "--allow-short-retention",
+        "--dry-run",
+    )
     assert code == 0 and "would delete" in out and "silver_core" in out and "version 5" in out
     assert sorted(p.name for p in delta_world.source.iterdir()) == before
 
@@ -101,8 +122,17 @@ def test_an_unreadable_checkpoint_stops_the_vacuum_of_its_table_only(capsys, del
     newest = max(int(p.name) for p in (delta_world.checkpoint / "offsets").iterdir() if p.name.isdigit())
     (delta_world.checkpoint / "offsets" / str(newest)).write_text("v1\n{broken")
     before = sorted(p.name for p in delta_world.source.iterdir())
-    code, out, _ = run(capsys, "vacuum", "--lake", delta_world.lake.root, "--retention-hours", "0",
-                       "--allow-short-retention", "--yes", "--json")
+    code, out, _ = run(
+        capsys,
+        "vacuum",
+        "--lake",
+        delta_world.lake.root,
+        "--retention-hours",
+        "0",
+        "--allow-short-retention",
+        "--yes",
+        "--json",
+    )
     report = {Path(t["table"]).name: t for t in json.loads(out)["tables"]}
     assert code == 2
     assert "silver_core" in report["events"]["refused"] and "cannot be read" in report["events"]["refused"]
@@ -114,11 +144,22 @@ def test_a_named_checkpoint_protects_a_table_outside_any_lake(capsys, delta_worl
     lagging_behind_a_compaction(delta_world)
     outside = tmp_path / "elsewhere"
     shutil.move(str(delta_world.checkpoint), outside)
-    code, out, _ = run(capsys, "vacuum", delta_world.source, "--checkpoint", outside, "--retention-hours", "0",
-                       "--allow-short-retention", "--dry-run", "--json")
+    code, out, _ = run(
+        capsys,
+        "vacuum",
+        delta_world.source,
+        "--checkpoint",
+        outside,
+        "--retention-hours",
+        "0",
+        "--allow-short-retention",
+        "--dry-run",
+        "--json",
+    )
     [table] = json.loads(out)["tables"]
     assert code == 0 and table["files_kept_by_streams"] == LAG
     assert table["protected_by"][0]["checkpoint"] == str(outside)
-    code, out, _ = run(capsys, "vacuum", delta_world.source, "--retention-hours", "0",
-                       "--allow-short-retention", "--dry-run")
+    code, out, _ = run(
+        capsys, "vacuum", delta_world.source, "--retention-hours", "0", "--allow-short-retention", "--dry-run"
+    )
     assert code == 0 and "no stream protected" in out

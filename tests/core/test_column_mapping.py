@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.column_mapping import ColumnMapping
-from streamops.delta_file_reader import read_data_file
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
+from streamops.delta.column_mapping import ColumnMapping
+from streamops.delta.file_reader import read_data_file
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
 from streamops.storage.location import Location
 
 ITEM = pa.struct([("x", pa.int64()), ("y", pa.string())])
@@ -27,13 +27,15 @@ ITEM = pa.struct([("x", pa.int64()), ("y", pa.string())])
 
 def rows(start: int, part: str) -> pa.Table:
     ids = [start, start + 1]
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "part": [part, part],
-        "item": pa.array([{"x": i, "y": f"y{i}"} for i in ids], ITEM),
-        "items": pa.array([[{"x": start, "y": None}], None], pa.list_(ITEM)),
-        "labels": pa.array([[("k", {"x": start, "y": "v"})], []], pa.map_(pa.string(), ITEM)),
-    })
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "part": [part, part],
+            "item": pa.array([{"x": i, "y": f"y{i}"} for i in ids], ITEM),
+            "items": pa.array([[{"x": start, "y": None}], None], pa.list_(ITEM)),
+            "labels": pa.array([[("k", {"x": start, "y": "v"})], []], pa.map_(pa.string(), ITEM)),
+        }
+    )
 
 
 def mapped_table(root: Path, mode: str) -> DeltaTable:
@@ -76,15 +78,32 @@ def test_id_mode_finds_columns_by_field_id_whatever_the_file_calls_them(tmp_path
     def field_id(value: int) -> dict:
         return {b"PARQUET:field_id": str(value).encode()}
 
-    schema = pa.schema([
-        pa.field("renamed_by_someone", pa.int64(), metadata=field_id(fields["id"])),
-        pa.field("whatever", pa.struct([pa.field("zz", pa.int64(), metadata=field_id(nested[0]["metadata"]["delta.columnMapping.id"]))]),
-                 metadata=field_id(fields["item"])),
-    ])
-    pq.write_table(pa.table({"renamed_by_someone": [99], "whatever": [{"zz": 7}]}, schema=schema), root / "by_id.parquet")
-    add = {"path": "by_id.parquet", "partitionValues": {}, "size": (root / "by_id.parquet").stat().st_size,
-           "modificationTime": int(time.time() * 1000), "dataChange": True, "stats": json.dumps({"numRecords": 1})}
-    (root / "_delta_log" / f"{2:020d}.json").write_text(json.dumps({"commitInfo": {"operation": "WRITE"}}) + "\n" + json.dumps({"add": add}) + "\n")
+    schema = pa.schema(
+        [
+            pa.field("renamed_by_someone", pa.int64(), metadata=field_id(fields["id"])),
+            pa.field(
+                "whatever",
+                pa.struct(
+                    [pa.field("zz", pa.int64(), metadata=field_id(nested[0]["metadata"]["delta.columnMapping.id"]))]
+                ),
+                metadata=field_id(fields["item"]),
+            ),
+        ]
+    )
+    pq.write_table(
+        pa.table({"renamed_by_someone": [99], "whatever": [{"zz": 7}]}, schema=schema), root / "by_id.parquet"
+    )
+    add = {
+        "path": "by_id.parquet",
+        "partitionValues": {},
+        "size": (root / "by_id.parquet").stat().st_size,
+        "modificationTime": int(time.time() * 1000),
+        "dataChange": True,
+        "stats": json.dumps({"numRecords": 1}),
+    }
+    (root / "_delta_log" / f"{2:020d}.json").write_text(
+        json.dumps({"commitInfo": {"operation": "WRITE"}}) + "\n" + json.dumps({"add": add}) + "\n"
+    )
 
     assert read(root, DeltaLog(root).commit(2).adds) == [
         {"id": 99, "part": None, "item": {"x": 7, "y": None}, "items": None, "labels": None}
@@ -100,6 +119,8 @@ def test_a_mode_the_protocol_does_not_enable_is_not_followed(tmp_path):
     dt = DeltaTable(str(root))
     assert dt.protocol().reader_features == ["timestampNtz"]
     assert ColumnMapping.of_table(dt).mode == "none"
-    assert read(root, DeltaLog(root).commit(0).adds) == pa.table(dt.scan()).to_pylist() == [
-        {"id": 1, "at": datetime.datetime(2026, 1, 2, 3, 4, 5)}
-    ]
+    assert (
+        read(root, DeltaLog(root).commit(0).adds)
+        == pa.table(dt.scan()).to_pylist()
+        == [{"id": 1, "at": datetime.datetime(2026, 1, 2, 3, 4, 5)}]
+    )

@@ -11,24 +11,34 @@ from delta_by_hand import HandTable
 from deltalake import DeltaTable
 from pyroaring import BitMap64
 
-from streamops.column_mapping import ColumnMapping
-from streamops.delta_file_reader import read_data_file
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaFileIndex
-from streamops.deletion_vectors import DeletionVector, DeletionVectorError, decode_bitmap
+from streamops.delta.column_mapping import ColumnMapping
+from streamops.delta.deletion_vectors import DeletionVector, DeletionVectorError, decode_bitmap
+from streamops.delta.file_reader import read_data_file
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaFileIndex
 from streamops.storage.location import Location
 
 
 def test_the_protocols_examples_read_as_the_protocol_says():
     relative = DeletionVector.from_json(
-        {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40, "cardinality": 6}
+        {
+            "storageType": "u",
+            "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+            "offset": 4,
+            "sizeInBytes": 40,
+            "cardinality": 6,
+        }
     )
     assert str(relative.file(Location.of("s3://mytable/"))) == (
         "s3://mytable/ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
     )
     inline = DeletionVector.from_json(
-        {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
-         "sizeInBytes": 40, "cardinality": 6}
+        {
+            "storageType": "i",
+            "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+            "sizeInBytes": 40,
+            "cardinality": 6,
+        }
     )
     assert list(inline.deleted_rows(Location.of("/unused"))) == [3, 4, 7, 11, 18, 29]
 
@@ -44,7 +54,9 @@ def deleted_table(root: Path) -> tuple[HandTable, int]:
     inline (`i`)."""
     table = HandTable(root, {"id": "long", "p": "string"}, partition_columns=("p",))
     adds = [
-        table.data_file(f"p={p}/f{i}.parquet", pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), {"p": p})
+        table.data_file(
+            f"p={p}/f{i}.parquet", pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), {"p": p}
+        )
         for i, p in enumerate(["x", "y z", "w"])
     ]
     table.commit("WRITE", *({"add": add} for add in adds))
@@ -59,7 +71,9 @@ def rows_read(root: Path, files) -> list[int]:
     dt = DeltaTable(str(root))
     columns = ColumnMapping.of_table(dt)
     target = pa.schema(dt.schema().to_arrow())
-    return sorted(i for add in files for i in read_data_file(Location.of(root), add, columns, target).column("id").to_pylist())
+    return sorted(
+        i for add in files for i in read_data_file(Location.of(root), add, columns, target).column("id").to_pylist()
+    )
 
 
 def test_snapshot_and_commit_files_drop_exactly_the_rows_delta_rs_drops(tmp_path):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta_log import DeltaLog, commit_file_name, data_file_path
+from streamops.delta.log import DeltaLog, commit_file_name, data_file_path
 from streamops.exceptions import TableNotFoundError, VersionNotInLogError
 from streamops.lake_layout import DELTA_LOG_DIR
 
@@ -20,8 +20,9 @@ HOSTILE_PARTITIONS = ["a b", "x/y", "..", "../../escape", "c%d", "%2e%2e%2f", "Ã
 
 
 def partitioned_table(path: Path) -> DeltaLog:
-    write_deltalake(str(path), pa.table({"p": HOSTILE_PARTITIONS, "v": list(range(len(HOSTILE_PARTITIONS)))}),
-                    partition_by=["p"])
+    write_deltalake(
+        str(path), pa.table({"p": HOSTILE_PARTITIONS, "v": list(range(len(HOSTILE_PARTITIONS)))}), partition_by=["p"]
+    )
     return DeltaLog(path)
 
 
@@ -81,7 +82,9 @@ def test_a_version_outside_the_log_says_which_side_it_is_on(tmp_path):
     DeltaTable(str(table)).create_checkpoint()
     os.remove(table / DELTA_LOG_DIR / commit_file_name(0))
     log = DeltaLog(table)
-    with pytest.raises(VersionNotInLogError, match=r"version 0 .* is no longer in its Delta log \(log cleanup keeps versions >= 1\)"):
+    with pytest.raises(
+        VersionNotInLogError, match=r"version 0 .* is no longer in its Delta log \(log cleanup keeps versions >= 1\)"
+    ):
         log.commit(0)
     with pytest.raises(VersionNotInLogError, match=r"version 7 .* does not exist yet \(latest is 2\)"):
         log.commit(7)

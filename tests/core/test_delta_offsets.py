@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta_log import DeltaLog, data_file_path
-from streamops.delta_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, SourceTableChangedError
+from streamops.delta.log import DeltaLog, data_file_path
+from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, SourceTableChangedError
 
 HOSTILE_PARTITIONS = ["a b", "x/y", "..", "../../escape", "c%d", "é"]
 
@@ -26,7 +26,11 @@ def append(table: Path, values: list[int], partitions: list[str] | None = None) 
 def test_an_offset_is_written_with_deltas_own_field_names():
     offset = DeltaSourceOffset(4, 2, True, "table-id")
     assert offset.to_json_dict() == {
-        "sourceVersion": 1, "reservoirId": "table-id", "reservoirVersion": 4, "index": 2, "isStartingVersion": True,
+        "sourceVersion": 1,
+        "reservoirId": "table-id",
+        "reservoirVersion": 4,
+        "index": 2,
+        "isStartingVersion": True,
     }
     assert DeltaSourceOffset.from_json(offset.to_json_dict()) == offset
     assert DeltaSourceOffset.is_delta_offset(offset.to_json_dict())
@@ -56,7 +60,9 @@ def test_a_commit_that_deletes_or_rewrites_data_is_refused_unless_its_read_mode_
     strict = DeltaFileIndex(DeltaLog(table))
     assert len(strict.commit_files(1)) == 1
     for version, operation in ((2, "DELETE"), (3, "DELETE"), (4, "WRITE")):
-        with pytest.raises(SourceTableChangedError, match=f"at version {version} \\({operation}, .*skipChangeCommits=true") as error:
+        with pytest.raises(
+            SourceTableChangedError, match=f"at version {version} \\({operation}, .*skipChangeCommits=true"
+        ) as error:
             strict.commit_files(version)
         assert "\n" not in str(error.value)
     assert {v: c.kind for v, c in strict.changes.items()} == {2: "delete", 3: "rewrite", 4: "rewrite"}
@@ -89,7 +95,10 @@ def test_a_schema_change_stops_a_stream_under_every_read_mode_but_optimize_chang
     measuring = DeltaFileIndex(DeltaLog(table), strict=False)
     assert len(measuring.commit_files(3)) == 1 and measuring.changes[3].kind == "schema_change"
     assert measuring.changes[3].outcomes() == {
-        "failOnChanges": "fail", "ignoreDeletes": "fail", "skipChangeCommits": "fail", "ignoreChanges": "fail",
+        "failOnChanges": "fail",
+        "ignoreDeletes": "fail",
+        "skipChangeCommits": "fail",
+        "ignoreChanges": "fail",
     }
 
 
@@ -102,7 +111,9 @@ def test_every_file_an_offset_range_names_is_a_file_of_the_table(tmp_path):
     snapshot = list(index.files_after(DeltaSourceOffset(0, BASE_INDEX, True), latest))
     commits = list(index.files_after(DeltaSourceOffset(0, BASE_INDEX, False), latest))
     assert len(snapshot) == len(commits) == 2 * len(HOSTILE_PARTITIONS)
-    assert {f.file.path for f in snapshot[: len(HOSTILE_PARTITIONS)]} == {f.file.path for f in commits if f.version == 0}
+    assert {f.file.path for f in snapshot[: len(HOSTILE_PARTITIONS)]} == {
+        f.file.path for f in commits if f.version == 0
+    }
     root = table.resolve()
     for indexed in snapshot + commits:
         location = Path(data_file_path(table, indexed.file.path))

@@ -29,7 +29,10 @@ from streamops.storage.store_root import StoreRoot
 def test_uris_name_their_store_container_and_key(text, kind, container, key, account):
     location = Location.of(text)
     assert (location.root.kind, location.root.container, location.key, location.root.account) == (
-        kind, container, key, account,
+        kind,
+        container,
+        key,
+        account,
     )
     assert not location.is_local and not location.atomic_rename
     assert Location.of(str(location)) == location
@@ -77,18 +80,24 @@ def test_s3_options_from_keys_endpoint_and_allow_http_match_delta_rs_keys():
     options = store_options(_root("s3://bucket/lake"), env)
     delta = options.delta_storage_options()
     assert {k: delta[k] for k in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")} == {
-        "aws_access_key_id": "AKID", "aws_secret_access_key": "secret", "aws_session_token": "token",
+        "aws_access_key_id": "AKID",
+        "aws_secret_access_key": "secret",
+        "aws_session_token": "token",
     }
     assert (delta["aws_region"], delta["aws_endpoint"], delta["allow_http"]) == (
-        "eu-west-1", "http://127.0.0.1:9000", "true",
+        "eu-west-1",
+        "http://127.0.0.1:9000",
+        "true",
     )
     assert options.credential_provider is None
 
 
 def test_s3_service_specific_endpoint_wins_and_https_needs_no_flag():
     env = {
-        "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
-        "AWS_ENDPOINT_URL": "https://generic.example", "AWS_ENDPOINT_URL_S3": "https://s3.example",
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SECRET_ACCESS_KEY": "b",
+        "AWS_ENDPOINT_URL": "https://generic.example",
+        "AWS_ENDPOINT_URL_S3": "https://s3.example",
     }
     options = store_options(_root("s3://bucket"), env)
     assert options.endpoint == "https://s3.example" and not options.allow_http
@@ -109,7 +118,9 @@ def test_s3_credentials_from_an_aws_profile(tmp_path):
         options = store_options(_root("s3://bucket"), env)
         delta = options.delta_storage_options()
     assert (delta["aws_access_key_id"], delta["aws_secret_access_key"], delta["aws_region"]) == (
-        "PROFILEKEY", "profilesecret", "ap-south-1",
+        "PROFILEKEY",
+        "profilesecret",
+        "ap-south-1",
     )
 
 
@@ -146,8 +157,11 @@ def test_azure_account_from_the_abfss_uri_or_the_environment():
 def test_azure_emulator_and_missing_azure_credentials():
     emulator = store_options(
         _root("az://lakes"),
-        {"AZURE_STORAGE_ACCOUNT_NAME": "devstoreaccount1", "AZURE_STORAGE_USE_EMULATOR": "true",
-         "AZURITE_BLOB_STORAGE_URL": "http://127.0.0.1:10010"},
+        {
+            "AZURE_STORAGE_ACCOUNT_NAME": "devstoreaccount1",
+            "AZURE_STORAGE_USE_EMULATOR": "true",
+            "AZURITE_BLOB_STORAGE_URL": "http://127.0.0.1:10010",
+        },
     )
     assert emulator.allow_http and emulator.endpoint == "http://127.0.0.1:10010/devstoreaccount1"
     assert emulator.delta_storage_options()["azure_storage_use_emulator"] == "true"

@@ -10,12 +10,12 @@ import pyarrow as pa
 from delta_by_hand import HandTable
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 
-from streamops.column_mapping import ColumnMapping
-from streamops.delta_file_reader import read_data_file
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaFileIndex
+from streamops.delta.column_mapping import ColumnMapping
+from streamops.delta.file_reader import read_data_file
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaFileIndex
+from streamops.delta.table_features import TableProtocol, read_protocol, unreadable_reader_feature
 from streamops.storage.location import Location
-from streamops.table_features import TableProtocol, read_protocol, unreadable_reader_feature
 
 
 def test_tables_delta_rs_writes_are_readable_however_their_protocol_is_stored(tmp_path):
@@ -53,8 +53,17 @@ def test_type_widening_reads_files_from_before_the_change_in_the_wider_type(tmp_
     table = HandTable(tmp_path / "t", {"id": "integer"}, reader_features=("typeWidening",))
     table.commit("WRITE", {"add": table.data_file("a.parquet", pa.table({"id": pa.array([1, 2], pa.int32())}))})
     metadata = json.loads((table.log / f"{0:020d}.json").read_text().splitlines()[2])["metaData"]
-    widened = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True,
-                                             "metadata": {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}}]}
+    widened = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]},
+            }
+        ],
+    }
     table.commit("CHANGE COLUMN", {"metaData": {**metadata, "schemaString": json.dumps(widened)}})
     table.commit("WRITE", {"add": table.data_file("b.parquet", pa.table({"id": pa.array([2**40], pa.int64())}))})
     dt = DeltaTable(str(table.root))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dashboards.build import build_documents, build_files, write_files
+from streamops.dashboards.build import build_documents, build_files, write_files
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ import yaml
 from ports import free_port
 from waiting import wait_until
 
-from dashboards.prometheus_rules import scrape_document
+from streamops.dashboards.prometheus_rules import scrape_document
 
 SCRAPE_INTERVAL = "1s"
 
@@ -49,7 +49,6 @@ class PrometheusServer:
     def targets_up(self) -> bool:
         active = self.get("/api/v1/targets")["data"]["activeTargets"]
         return bool(active) and all(target["health"] == "up" for target in active)
-
 
 
 def _ready(url: str) -> bool:

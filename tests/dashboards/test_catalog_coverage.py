@@ -8,9 +8,9 @@ import re
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram, Info, generate_latest
 
-from dashboards.exposition import exposed_labels, exposed_names, sample_name, spec_for_series
-from dashboards.expression_inventory import used_queries
-from monitor.metric_catalog import CATALOG, MetricSpec
+from streamops.dashboards.exposition import exposed_labels, exposed_names, sample_name, spec_for_series
+from streamops.dashboards.expression_inventory import used_queries
+from streamops.monitor.metric_catalog import CATALOG, MetricSpec
 
 _SELECTOR = re.compile(r"\b(streamops_[A-Za-z0-9_]+)(\{(?P<matchers>[^}]*)\})?")
 _MATCHER_LABEL = re.compile(r"(\w+)\s*(?:=~|!~|!=|=)")
@@ -74,9 +74,7 @@ def test_every_label_a_query_filters_on_exists_on_its_metric(documents):
 def test_every_label_a_query_groups_by_exists_on_some_metric_it_reads(documents):
     wrong = []
     for query in used_queries(documents):
-        available = {
-            label for name in query.metric_names() for label in exposed_labels(spec_for_series(name))
-        }
+        available = {label for name in query.metric_names() for label in exposed_labels(spec_for_series(name))}
         for grouping in _GROUPING.findall(query.text):
             labels = {label.strip() for label in grouping.split(",") if label.strip()}
             if labels - available:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from dashboards.build import GENERATED_DIR, REBUILD_COMMAND, build_files
 from streamops.cli import main
+from streamops.dashboards.build import GENERATED_DIR, REBUILD_COMMAND, build_files
 
 
 def files_under(root) -> dict[str, str]:

@@ -8,19 +8,19 @@ import re
 
 import yaml
 
-from dashboards.alert_rules import build_alert_rules
-from dashboards.build import (
+from streamops.dashboards.alert_rules import build_alert_rules
+from streamops.dashboards.build import (
     ALERTING_PROVISIONING,
     DASHBOARD_FILES,
     DASHBOARD_PROVISIONING,
     DATASOURCE_PROVISIONING,
     PROMETHEUS_RULES,
 )
-from dashboards.expression_inventory import dashboard_queries, used_queries
-from dashboards.grafana_alerts import EXPRESSION_DATASOURCE
-from dashboards.panels import DATASOURCE_VARIABLE, FLEET_UID, STREAM_UID
-from dashboards.promql import GRAFANA_VARIABLES
-from dashboards.provisioning import GRAFANA_DASHBOARDS_PATH
+from streamops.dashboards.expression_inventory import dashboard_queries, used_queries
+from streamops.dashboards.grafana_alerts import EXPRESSION_DATASOURCE
+from streamops.dashboards.panels import DATASOURCE_VARIABLE, FLEET_UID, STREAM_UID
+from streamops.dashboards.promql import GRAFANA_VARIABLES
+from streamops.dashboards.provisioning import GRAFANA_DASHBOARDS_PATH
 
 
 def load(built_dir, path):
@@ -125,9 +125,20 @@ def test_fleet_has_the_variables_and_sections_on_call_needs(built_dir):
     names = [v["name"] for v in fleet["templating"]["list"]]
     assert names == [DATASOURCE_VARIABLE, "group", "stream", "event_type"]
     titles = {panel["title"] for panel in all_panels(fleet)}
-    for expected in ("Failed", "Stalled", "Lagging", "Streams", "Top 10 lagging streams",
-                     "Throughput, all streams", "Freshness per stream", "Backlog (versions)",
-                     "Backlog (files)", "Backlog (bytes)", "Quarantine by reason", "Schema versions"):
+    for expected in (
+        "Failed",
+        "Stalled",
+        "Lagging",
+        "Streams",
+        "Top 10 lagging streams",
+        "Throughput, all streams",
+        "Freshness per stream",
+        "Backlog (versions)",
+        "Backlog (files)",
+        "Backlog (bytes)",
+        "Quarantine by reason",
+        "Schema versions",
+    ):
         assert expected in titles
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboards import promql
-from dashboards.exposition import sample_name
-from monitor.metric_catalog import BATCH_PHASES, EVENT_TYPE_ROWS, SCHEMA_ALERTS, STREAM_INFO, STREAM_UP
+from streamops.dashboards import promql
+from streamops.dashboards.exposition import sample_name
+from streamops.monitor.metric_catalog import BATCH_PHASES, EVENT_TYPE_ROWS, SCHEMA_ALERTS, STREAM_INFO, STREAM_UP
 
 
 def test_a_scope_filters_only_the_labels_a_metric_carries():

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dashboards.alert_rules import build_alert_rules
-from dashboards.build import PROMETHEUS_CONFIG, PROMETHEUS_RULE_TESTS, PROMETHEUS_RULES, render
-from dashboards.prometheus_rules import rules_document
-from dashboards.rule_tests import CASES
+from streamops.dashboards.alert_rules import build_alert_rules
+from streamops.dashboards.build import PROMETHEUS_CONFIG, PROMETHEUS_RULE_TESTS, PROMETHEUS_RULES, render
+from streamops.dashboards.prometheus_rules import rules_document
+from streamops.dashboards.rule_tests import CASES
 
 PROMTOOL = shutil.which("promtool")
 

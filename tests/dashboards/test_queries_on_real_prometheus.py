@@ -28,14 +28,15 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
-from pyspark.sql import functions as F
 from prometheus_server import PrometheusServer, running_prometheus
+from pyspark.sql import functions as F
 from waiting import wait_until
 
-from dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
-from dashboards.exposition import sample_name
-from dashboards.expression_inventory import UsedQuery, interpolate, used_queries
-from monitor.metric_catalog import (
+from streamops.dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
+from streamops.dashboards.exposition import sample_name
+from streamops.dashboards.expression_inventory import UsedQuery, interpolate, used_queries
+from streamops.lake_layout import LakeLayout
+from streamops.monitor.metric_catalog import (
     EVENT_TIME_MAX_LAG,
     ROCKSDB_CHECKPOINT_BYTES,
     ROCKSDB_COMMIT_SECONDS,
@@ -50,14 +51,15 @@ from monitor.metric_catalog import (
     STREAM_WARNING,
     WATERMARK_LAG,
 )
-from monitor.stream_monitor import StreamMonitor
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.pipeline_events import MonitorEvents
-from pipeline.silver.silver_stream import SilverSettings
-from pipeline.supervisor import PipelineSettings, Supervisor
-from streamops.lake_layout import LakeLayout
+from streamops.monitor.stream_monitor import StreamMonitor
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.pipeline_events import MonitorEvents
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
+
+pytestmark = pytest.mark.services
 
 DATA_DEADLINE_SECONDS = 240
 """How long the queries may take to all have data; the pipeline stops as soon as they do."""
@@ -104,7 +106,9 @@ def start_user_queries(spark, delta_table: Path, checkpoints: Path) -> list:
         .start()
     )
     lagging = (
-        spark.readStream.format("streamops_delta").option("maxFilesPerTrigger", 1).load(str(delta_table))
+        spark.readStream.format("streamops_delta")
+        .option("maxFilesPerTrigger", 1)
+        .load(str(delta_table))
         .writeStream.format("noop")
         .queryName(LAGGING_READER)
         .option("checkpointLocation", str(checkpoints / LAGGING_READER))
@@ -117,9 +121,18 @@ def start_user_queries(spark, delta_table: Path, checkpoints: Path) -> list:
 USER_QUERY_FAMILIES = {
     sample_name(spec)
     for spec in (
-        STATE_ROWS, STATE_MEMORY, STATE_ROWS_UPDATED, STATE_ROWS_REMOVED, STATE_ROWS_DROPPED,
-        ROCKSDB_COMMIT_SECONDS, ROCKSDB_SST_BYTES, ROCKSDB_CHECKPOINT_BYTES, WATERMARK_LAG,
-        EVENT_TIME_MAX_LAG, STREAM_WARNING, SOURCE_RETENTION_HEADROOM,
+        STATE_ROWS,
+        STATE_MEMORY,
+        STATE_ROWS_UPDATED,
+        STATE_ROWS_REMOVED,
+        STATE_ROWS_DROPPED,
+        ROCKSDB_COMMIT_SECONDS,
+        ROCKSDB_SST_BYTES,
+        ROCKSDB_CHECKPOINT_BYTES,
+        WATERMARK_LAG,
+        EVENT_TIME_MAX_LAG,
+        STREAM_WARNING,
+        SOURCE_RETENTION_HEADROOM,
     )
 }
 """What only the user queries are sure to give data to (the pipeline's streams are stateless)."""
@@ -173,9 +186,7 @@ def problem_with(query: UsedQuery, prometheus: PrometheusServer, streams: list[s
 def generated_landing(tmp_path):
     landing = tmp_path / "landing"
     generate(
-        GeneratorSettings(
-            out=landing, events=1500, event_types=5, drift=1.0, bad=0.03, seed=5, events_per_file=250
-        )
+        GeneratorSettings(out=landing, events=1500, event_types=5, drift=1.0, bad=0.03, seed=5, events_per_file=250)
     )
     return landing
 
@@ -199,9 +210,7 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 bronze_max_files=2,
                 silver=SilverSettings(types_per_group=10),
             )
-            supervisor = Supervisor(
-                spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda line: None
-            )
+            supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda line: None)
             runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
             started = time.monotonic()
             runner.start()
@@ -229,7 +238,9 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
                 )
                 if user_queries:  # the lagging reader is what the headroom panel counts on
                     headroom = f'{sample_name(SOURCE_RETENTION_HEADROOM)}{{stream="{LAGGING_READER}"}}'
-                    wait_until(lambda: prometheus.query(headroom)["data"]["result"], 60, "the lagging reader's headroom", 1)
+                    wait_until(
+                        lambda: prometheus.query(headroom)["data"]["result"], 60, "the lagging reader's headroom", 1
+                    )
             finally:
                 supervisor.request_stop()
                 runner.join(timeout=120)

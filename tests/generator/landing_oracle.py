@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.lake_layout import is_valid_event_type
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ def classify(raw: bytes) -> str | None:
         return "too_deep"
     if duplicated:
         return "duplicate_key"
-    if any(not -(2**63) <= n < 2**63 if isinstance(n, int) else n in (float("inf"), float("-inf")) for n in numbers(value)):
+    if any(
+        not -(2**63) <= n < 2**63 if isinstance(n, int) else n in (float("inf"), float("-inf")) for n in numbers(value)
+    ):
         return "number_out_of_range"
     columns = [name.lower() for name in flat_names(value, "")]
     if "" in all_keys(value) or len(columns) != len(set(columns)) or any(c.startswith("_") for c in columns):

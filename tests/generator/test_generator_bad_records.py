@@ -7,11 +7,11 @@ from collections import Counter
 
 import orjson
 import pytest
-
 from landing_oracle import classify, depth
-from pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF, bad_record_count
-from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+
 from streamops.lake_layout import is_valid_event_type
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from streamops.pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF, bad_record_count
 
 
 def lines_of(generated, kind):

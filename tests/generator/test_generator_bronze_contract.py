@@ -7,8 +7,8 @@ from collections import Counter, defaultdict
 
 import pyarrow as pa
 
-from pipeline.bronze.bronze_classifier import BatchClassifier
-from pipeline.registry.schema_variation import variation_hash
+from streamops.pipeline.bronze.bronze_classifier import BatchClassifier
+from streamops.pipeline.registry.schema_variation import variation_hash
 
 
 def classified(generated):

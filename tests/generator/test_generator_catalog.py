@@ -5,15 +5,31 @@ from __future__ import annotations
 import random
 
 import orjson
-
 from landing_oracle import path_kinds
-from pipeline.generator.attribute_schema import (
-    Choice, Flag, FloatRange, Ident, IntRange, Labelled, ListOf, Scalar, field_at, obj, paths, with_field,
-)
-from pipeline.generator.drift_plan import ASSIGNMENT_ORDER, drifting_type_count, plan_drift
-from pipeline.generator.event_catalog import INCOMPATIBLE_PATH, MAX_EVENT_TYPES, build_catalog, event_type_names
-from pipeline.generator.value_builder import compile_builder
+
 from streamops.lake_layout import is_valid_event_type
+from streamops.pipeline.generator.attribute_schema import (
+    Choice,
+    Flag,
+    FloatRange,
+    Ident,
+    IntRange,
+    Labelled,
+    ListOf,
+    Scalar,
+    field_at,
+    obj,
+    paths,
+    with_field,
+)
+from streamops.pipeline.generator.drift_plan import ASSIGNMENT_ORDER, drifting_type_count, plan_drift
+from streamops.pipeline.generator.event_catalog import (
+    INCOMPATIBLE_PATH,
+    MAX_EVENT_TYPES,
+    build_catalog,
+    event_type_names,
+)
+from streamops.pipeline.generator.value_builder import compile_builder
 
 
 def test_a_thousand_distinct_safe_realistic_names():
@@ -54,7 +70,9 @@ def test_compiled_builder_draws_exactly_the_described_shape():
 
 def test_with_field_adds_and_replaces_without_touching_the_original():
     base = obj(player=obj(level=Scalar(IntRange(1, 9))))
-    changed = with_field(with_field(base, "player.guild", Scalar(Ident("g", 9))), "player.level", Scalar(FloatRange(1, 9)))
+    changed = with_field(
+        with_field(base, "player.guild", Scalar(Ident("g", 9))), "player.level", Scalar(FloatRange(1, 9))
+    )
     assert paths(base) == ["player.level:integer", "player:object"]
     assert paths(changed) == ["player.guild:string", "player.level:float", "player:object"]
 

@@ -8,14 +8,30 @@ import sys
 
 import pytest
 
-from pipeline.generator.landing_writer import MANIFEST_NAME
 from streamops.cli import main
+from streamops.pipeline.generator.landing_writer import MANIFEST_NAME
 
 
 def test_json_prints_the_manifest_written_next_to_the_files(tmp_path, capsys):
     out = tmp_path / "landing"
-    code = main(["generate", "--out", str(out), "--events", "2000", "--event-types", "10",
-                 "--drift", "0.5", "--bad", "0.01", "--seed", "3", "--json"])
+    code = main(
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--events",
+            "2000",
+            "--event-types",
+            "10",
+            "--drift",
+            "0.5",
+            "--bad",
+            "0.01",
+            "--seed",
+            "3",
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0
     assert captured.out == (out / MANIFEST_NAME).read_text()
@@ -35,9 +51,30 @@ def test_human_output_summarises_drift_and_bad_records(tmp_path, capsys):
 
 
 def test_options_shape_the_run(tmp_path, capsys):
-    code = main(["generate", "--out", str(tmp_path), "--events", "90", "--event-types", "4", "--titles", "2",
-                 "--drift", "0", "--bad", "0", "--events-per-file", "40", "--start-time", "2030-05-01T12:00:00Z",
-                 "--time-span", "60", "--json"])
+    code = main(
+        [
+            "generate",
+            "--out",
+            str(tmp_path),
+            "--events",
+            "90",
+            "--event-types",
+            "4",
+            "--titles",
+            "2",
+            "--drift",
+            "0",
+            "--bad",
+            "0",
+            "--events-per-file",
+            "40",
+            "--start-time",
+            "2030-05-01T12:00:00Z",
+            "--time-span",
+            "60",
+            "--json",
+        ]
+    )
     manifest = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [f["lines"] for f in manifest["files"]] == [40, 40, 10]
@@ -79,9 +116,22 @@ def test_unparseable_argument_gives_one_line_and_exit_2(tmp_path, capsys):
 
 def test_installed_command_runs_in_a_fresh_process(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "streamops", "generate", "--out", str(tmp_path), "--events", "300",
-         "--event-types", "6", "--json"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "streamops",
+            "generate",
+            "--out",
+            str(tmp_path),
+            "--events",
+            "300",
+            "--event-types",
+            "6",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["lines_total"] == 300
@@ -95,7 +145,7 @@ def test_help_has_an_example(capsys):
 
 def test_generator_imports_no_spark():
     code = (
-        "import sys, pipeline.generator.command, pipeline.generator.run; "
+        "import sys, streamops.cli.generate, streamops.pipeline.generator.run; "
         "sys.exit(1 if any(name.split('.')[0] in ('pyspark', 'py4j') for name in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

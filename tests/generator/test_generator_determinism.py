@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from pipeline.generator.landing_writer import MANIFEST_NAME
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.landing_writer import MANIFEST_NAME
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 
 def run(out, seed):
     settings = GeneratorSettings(
-        out=out, events=3_000, event_types=12, titles=20, drift=0.5, bad=0.01, seed=seed,
+        out=out,
+        events=3_000,
+        event_types=12,
+        titles=20,
+        drift=0.5,
+        bad=0.01,
+        seed=seed,
         events_per_file=700,
     )
     manifest = generate(settings)

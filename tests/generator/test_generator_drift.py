@@ -6,7 +6,8 @@ import re
 from collections import defaultdict
 
 from landing_oracle import path_kinds
-from pipeline.generator.drift_plan import DRIFT_FRACTIONS, DRIFT_KINDS
+
+from streamops.pipeline.generator.drift_plan import DRIFT_FRACTIONS, DRIFT_KINDS
 
 
 def value_at(event, path):
@@ -62,7 +63,7 @@ def test_structure_matches_the_manifest_variation_of_each_event(generated):
 
 def test_drift_lands_at_planned_points_and_is_visible_immediately(generated):
     points = {int(6_000 * fraction) for fraction in DRIFT_FRACTIONS}
-    for name, entry in generated.manifest["event_types"].items():
+    for entry in generated.manifest["event_types"].values():
         for variation in entry["variations"]:
             change = variation["change"]
             if change is None:
@@ -96,8 +97,10 @@ def test_widened_fields_are_integers_then_floats(generated):
     grouped = by_type(generated)
     for name in generated.manifest["drift"]["numeric_widening"]:
         change = generated.manifest["event_types"][name]["variations"][1]["change"]
-        kinds = {(line.ordinal >= change["at_ordinal"], type(value_at(event, change["path"])))
-                 for line, event in grouped[name]}
+        kinds = {
+            (line.ordinal >= change["at_ordinal"], type(value_at(event, change["path"])))
+            for line, event in grouped[name]
+        }
         assert kinds == {(False, int), (True, float)}
 
 

@@ -9,14 +9,13 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from pipeline.generator import landing_writer
-from pipeline.generator.landing_writer import MANIFEST_NAME, write_atomically
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.exceptions import PipelineConfigError
-
 from landing_oracle import classify
+
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.generator import landing_writer
+from streamops.pipeline.generator.landing_writer import MANIFEST_NAME, write_atomically
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 EVENT_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -38,9 +37,7 @@ def test_totals_reconcile_with_lines_on_disk(generated):
 def test_only_finished_files_and_the_manifest_are_left(generated):
     names = sorted(os.listdir(generated.out))
     assert names == sorted([f["name"] for f in generated.manifest["files"]] + [MANIFEST_NAME])
-    assert [f["name"] for f in generated.manifest["files"]] == [
-        f"events-{index:06d}.ndjson" for index in range(1, 7)
-    ]
+    assert [f["name"] for f in generated.manifest["files"]] == [f"events-{index:06d}.ndjson" for index in range(1, 7)]
 
 
 def test_lines_are_newline_terminated_without_carriage_returns(generated):

@@ -13,11 +13,12 @@ from typing import Any, Iterator
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from monitor.fleet import Fleet
-from monitor.progress_event import MonitorEvent, QueryProgress, parse_event
-from monitor.source_backlog import BacklogReading, SourceBacklog
-from monitor.source_lag import source_lag
-from streamops.backlog import Backlog
+from streamops.delta.backlog import Backlog
+from streamops.extras import MissingExtraError
+from streamops.monitor.fleet import Fleet
+from streamops.monitor.progress_event import MonitorEvent, QueryProgress, parse_event
+from streamops.monitor.source_backlog import BacklogReading, SourceBacklog
+from streamops.monitor.source_lag import source_lag
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -60,8 +61,18 @@ def append(table: Path, start: int, rows: int = 10) -> None:
     write_deltalake(str(table), pa.table({"id": list(range(start, start + rows))}), mode="append")
 
 
+def delta_format() -> str:
+    """The Delta streaming source these tests read with: the pipeline's embedded one where the
+    pipeline runs (PySpark 4), else delta-spark's own (the monitor's tests on PySpark 3.5)."""
+    try:
+        import streamops.pipeline  # noqa: F401
+    except MissingExtraError:
+        return "delta"
+    return "streamops_delta"
+
+
 def delta_stream(spark, table: Path, max_files: int | None = 1):
-    reader = spark.readStream.format("streamops_delta").option("path", str(table))
+    reader = spark.readStream.format(delta_format()).option("path", str(table))
     if max_files is not None:
         reader = reader.option("maxFilesPerTrigger", max_files)
     return reader.load()

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from monitor.event_queue import EventQueue, FlushRequest, RawEvent
+from streamops.monitor.event_queue import EventQueue, FlushRequest, RawEvent
 
 
 def test_a_full_queue_drops_and_counts_instead_of_blocking():

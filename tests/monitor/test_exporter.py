@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import replace
-from pathlib import Path
 
 from monitor_fixtures import recorded_sequence, replay
 from prometheus_client import CollectorRegistry, generate_latest
 
-from monitor import metric_catalog as catalog
-from monitor.exporter import FleetCollector
-from monitor.fleet import Fleet, TableCommit
-from monitor.progress_event import QueryProgress
-from monitor.source_backlog import BacklogReading
-from monitor.source_lag import source_lag
-from streamops.change_commits import ChangeCommit
-from streamops.table_retention import RetentionHeadroom
+from streamops.delta.change_commits import ChangeCommit
+from streamops.delta.retention import RetentionHeadroom
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.exporter import FleetCollector
+from streamops.monitor.fleet import Fleet, TableCommit
+from streamops.monitor.progress_event import QueryProgress
+from streamops.monitor.source_backlog import BacklogReading
+from streamops.monitor.source_lag import source_lag
 
 NOW = 2_000_000_000.0
 
@@ -57,15 +56,16 @@ def test_stream_families_carry_the_recorded_values():
     assert value(catalog.BACKLOG_BYTES.name, source) == reading.backlog.bytes
     assert value(catalog.BACKLOG_SECONDS.name, source) == reading.backlog.seconds
     assert value(catalog.BACKLOG_OFFSETS.name, source) is None  # a Delta source has no offsets behind
-    description = {"description": "org.apache.spark.sql.execution.datasources.v2.python.PythonMicroBatchStreamWithTriggerAvailableNow"}
+    description = {
+        "description": "org.apache.spark.sql.execution.datasources.v2.python.PythonMicroBatchStreamWithTriggerAvailableNow"
+    }
     assert value(catalog.SOURCE_INFO.name + "_info", source | description) == 1
     info = stream | {"query_id": last.query_id, "run_id": last.run_id, "group": ""}
     assert value(catalog.STREAM_INFO.name + "_info", info) == 1
     # status is a state set: exactly one state is 1 (the recording is of a lagging stream;
     # scraped long after its last batch, with its backlog still waiting, it would be stalled)
     states = {
-        s: value(catalog.STREAM_STATUS.name, stream | {catalog.STREAM_STATUS.name: s})
-        for s in catalog.STREAM_STATUSES
+        s: value(catalog.STREAM_STATUS.name, stream | {catalog.STREAM_STATUS.name: s}) for s in catalog.STREAM_STATUSES
     }
     assert states == {s: float(s == "lagging") for s in catalog.STREAM_STATUSES}
     # a stateless stream: no state, watermark or warning, and no state family sample at all
@@ -75,10 +75,7 @@ def test_stream_families_carry_the_recorded_values():
     for spec in (catalog.STATE_ROWS, catalog.WATERMARK_LAG, catalog.ROCKSDB_SST_BYTES):
         assert f"\n{spec.name}{{" not in text
     later = scrape_registry(replay(Fleet(), name, skip_terminated=True), now=just_after + 3600)
-    assert (
-        later.get_sample_value(catalog.STREAM_STATUS.name, stream | {catalog.STREAM_STATUS.name: "stalled"})
-        == 1
-    )
+    assert later.get_sample_value(catalog.STREAM_STATUS.name, stream | {catalog.STREAM_STATUS.name: "stalled"}) == 1
 
 
 def test_pushed_facts_become_event_type_quarantine_and_freshness_families():
@@ -105,10 +102,7 @@ def test_a_stopped_stream_is_down_and_silver_streams_carry_their_group():
     fleet = replay(Fleet(), "sequence_file_drained.jsonl")
     value = scrape_registry(fleet).get_sample_value
     assert value(catalog.STREAM_UP.name, {"stream": "file_stream"}) == 0
-    assert (
-        value(catalog.STREAM_STATUS.name, {"stream": "file_stream", catalog.STREAM_STATUS.name: "stopped"})
-        == 1
-    )
+    assert value(catalog.STREAM_STATUS.name, {"stream": "file_stream", catalog.STREAM_STATUS.name: "stopped"}) == 1
     assert value(catalog.STREAM_FAILURES.name, {"stream": "file_stream"}) == 0
     fleet.record_stream_event_time("silver_core", NOW - 1)
     (event, _), *_ = recorded_sequence("sequence_rate_slowing.jsonl")
@@ -132,12 +126,17 @@ def with_retention_and_changes(fleet: Fleet, stream: str) -> Fleet:
 
 
 def test_unread_changes_and_retention_headroom_become_source_families_and_warnings():
-    fleet = with_retention_and_changes(replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream")
+    fleet = with_retention_and_changes(
+        replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream"
+    )
     value = scrape_registry(fleet).get_sample_value
     source = {"stream": "delta_stream", "source": "0", "kind": "delta"}
     assert value(catalog.SOURCE_RETENTION_HEADROOM.name, source | {"retention": "deleted_files"}) == 3600
     assert value(catalog.SOURCE_RETENTION_HEADROOM.name, source | {"retention": "log"}) == 2_000_000
-    changes = {c: value(catalog.SOURCE_CHANGE_COMMITS.name, source | {"change": c}) for c in ("delete", "rewrite", "schema_change")}
+    changes = {
+        c: value(catalog.SOURCE_CHANGE_COMMITS.name, source | {"change": c})
+        for c in ("delete", "rewrite", "schema_change")
+    }
     assert changes == {"delete": 0, "rewrite": 1, "schema_change": 0}
     warning = {"stream": "delta_stream", catalog.STREAM_WARNING.name: "source_retention_low"}
     assert value(catalog.STREAM_WARNING.name, warning) == 1
@@ -145,7 +144,9 @@ def test_unread_changes_and_retention_headroom_become_source_families_and_warnin
 
 
 def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
-    fleet = with_retention_and_changes(replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream")
+    fleet = with_retention_and_changes(
+        replay(Fleet(), "sequence_delta_lagging.jsonl", skip_terminated=True), "delta_stream"
+    )
     for name in ("sequence_kafka_lagging.jsonl", "sequence_window_rocksdb.jsonl", "sequence_state_unbounded.jsonl"):
         replay(fleet, name, skip_terminated=True)
     fleet.record_table_commit(TableCommit("login", "core", 1, NOW, 1, NOW - 1))
@@ -165,9 +166,7 @@ def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
 
 def test_promtool_rejects_what_the_catalog_must_never_contain():
     """The promtool check can fail: a counter without `_total` and a camelCase name."""
-    bad = (
-        b"# HELP x_bytes x\n# TYPE x_bytes counter\nx_bytes 1\n# HELP lagMs x\n# TYPE lagMs gauge\nlagMs 1\n"
-    )
+    bad = b"# HELP x_bytes x\n# TYPE x_bytes counter\nx_bytes 1\n# HELP lagMs x\n# TYPE lagMs gauge\nlagMs 1\n"
     result = promtool_check(bad)
     assert result.returncode != 0
     assert b"_total" in result.stdout + result.stderr
@@ -190,11 +189,3 @@ def test_label_names_are_the_catalog_labels_only():
             else:
                 assert not extra, (family.name, extra)
             assert "batch_id" not in sample.labels
-
-
-def test_the_readme_documents_every_metric():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("<!-- section:monitor -->") : readme.index("<!-- /section:monitor -->")]
-    for spec in catalog.CATALOG:
-        exposed = spec.name + ("_info" if spec.kind == "info" else "")
-        assert f"| `{exposed}` | {spec.kind} |" in section, f"{exposed} is not in the README's metric table"

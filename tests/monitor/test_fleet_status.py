@@ -6,10 +6,11 @@ from dataclasses import replace
 
 from monitor_fixtures import recorded_sequence
 
-from monitor.fleet import Fleet
-from monitor.fleet_status import fleet_status
-from monitor.progress_event import QueryProgress
-from monitor.progress_log import ProgressLog, row_of
+from streamops.monitor.fleet import Fleet
+from streamops.monitor.fleet_status import fleet_status
+from streamops.monitor.progress_event import QueryProgress
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import row_of
 
 
 def write_log(lake, *names: str, skip_terminated: tuple[str, ...] = ()) -> float:
@@ -21,9 +22,7 @@ def write_log(lake, *names: str, skip_terminated: tuple[str, ...] = ()) -> float
                 continue
             stream = fleet.apply(event, reading) or event.query_id
             rows.append(row_of(event, stream, event.timestamp, reading, None))
-            end = event.timestamp + (
-                event.batch_duration_ms / 1000 if isinstance(event, QueryProgress) else 0
-            )
+            end = event.timestamp + (event.batch_duration_ms / 1000 if isinstance(event, QueryProgress) else 0)
             last = max(last, end)
     log.append(rows)
     return last
@@ -61,9 +60,7 @@ def test_only_the_current_run_counts(lake):
     new_run = "11111111-2222-3333-4444-555555555555"
     restarted = replace(started, run_id=new_run, timestamp=last + 1)
     rerun = replace(progress[-1], run_id=new_run, timestamp=last + 2)
-    ProgressLog(lake.query_progress).append(
-        [row_of(restarted, rerun.stream, last), row_of(rerun, rerun.stream, last)]
-    )
+    ProgressLog(lake.query_progress).append([row_of(restarted, rerun.stream, last), row_of(rerun, rerun.stream, last)])
     (row,) = fleet_status(lake, now=last + 5)
     assert row.run_id == new_run and row.last_batch_id == progress[-1].batch_id
     # one batch in the new run: no previous batch to compute an input rate from, Spark's is used

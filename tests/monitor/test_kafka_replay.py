@@ -11,16 +11,16 @@ import pytest
 from monitor_fixtures import FIXTURES, fixture_text
 from prometheus_client import CollectorRegistry, generate_latest
 
-from monitor import metric_catalog as catalog
-from monitor.event_queue import EventQueue, RawEvent
-from monitor.exporter import FleetCollector
-from monitor.fleet import Fleet
-from monitor.fleet_status import fleet_status
-from monitor.progress_event import QueryProgress
-from monitor.progress_log import ProgressLog
-from monitor.progress_worker import ProgressWorker
-from monitor.source_backlog import SourceBacklog
-from monitor.source_lag import estimated_seconds, read_rate
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.event_queue import EventQueue, RawEvent
+from streamops.monitor.exporter import FleetCollector
+from streamops.monitor.fleet import Fleet
+from streamops.monitor.fleet_status import fleet_status
+from streamops.monitor.progress_event import QueryProgress
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_worker import ProgressWorker
+from streamops.monitor.source_backlog import SourceBacklog
+from streamops.monitor.source_lag import estimated_seconds, read_rate
 
 SINGLE_EVENTS = ("progress_kafka_spark35.json", "progress_kafka_spark4.json", "progress_unknown_source.json")
 
@@ -92,7 +92,9 @@ def test_the_scrape_has_each_kafka_sources_lag_state_and_watermark(replayed):
     assert value(catalog.BATCH_PHASE_SECONDS.name + "_bucket", whole | {"le": "5.0"}) == 0
     assert value(catalog.BATCH_PHASE_SECONDS.name + "_bucket", whole | {"le": "10.0"}) == 1
 
-    result = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(registry), capture_output=True, timeout=60)
+    result = subprocess.run(
+        ["promtool", "check", "metrics"], input=generate_latest(registry), capture_output=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
 
 

@@ -6,17 +6,17 @@ import subprocess
 import sys
 
 SPARK_FREE = [
-    "monitor.cli",
-    "monitor.event_queue",
-    "monitor.exporter",
-    "monitor.fleet",
-    "monitor.fleet_status",
-    "monitor.progress_event",
-    "monitor.progress_log",
-    "monitor.progress_worker",
-    "monitor.source_backlog",
-    "monitor.status_rules",
-    "monitor.stream_monitor",
+    "streamops.cli.status",
+    "streamops.monitor.event_queue",
+    "streamops.monitor.exporter",
+    "streamops.monitor.fleet",
+    "streamops.monitor.fleet_status",
+    "streamops.monitor.progress_event",
+    "streamops.monitor.progress_log",
+    "streamops.monitor.progress_worker",
+    "streamops.monitor.source_backlog",
+    "streamops.monitor.status_rules",
+    "streamops.monitor.stream_monitor",
 ]
 
 

@@ -15,15 +15,15 @@ import urllib.request
 
 import pytest
 from deltalake import DeltaTable
-from monitor_fixtures import append, delta_stream, held_file_stream, rows_read
+from monitor_fixtures import append, delta_format, delta_stream, held_file_stream, rows_read
 from prometheus_client.parser import text_string_to_metric_families
 from waiting import wait_until
 
-from monitor import metric_catalog as catalog
-from monitor.fleet import TableCommit
-from monitor.progress_log import ProgressLog
-from monitor.status_rules import StatusPolicy
-from monitor.stream_monitor import StreamMonitor
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.fleet import TableCommit
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.status_rules import StatusPolicy
+from streamops.monitor.stream_monitor import StreamMonitor
 
 FAST = StatusPolicy(window=5, min_batches=3, min_stall_seconds=1.0)
 
@@ -31,6 +31,27 @@ FAST = StatusPolicy(window=5, min_batches=3, min_stall_seconds=1.0)
 def delta_source(stream: str) -> dict[str, str]:
     """The labels of a stream's one source, a Delta table."""
     return {"stream": stream, "source": "0", "kind": "delta"}
+
+
+def snapshot_offset(table_id: str, version: int, index: int, last: bool) -> dict:
+    """The end offset of a batch that read file `index` of the starting snapshot at `version`.
+    delta-spark moves the offset past a version once its last file is read (the next version's
+    base index, -1); the embedded source stays on the last file read. Both resume the same."""
+    if last and delta_format() == "delta":
+        return {
+            "sourceVersion": 1,
+            "reservoirId": table_id,
+            "reservoirVersion": version + 1,
+            "index": -1,
+            "isStartingVersion": False,
+        }
+    return {
+        "sourceVersion": 1,
+        "reservoirId": table_id,
+        "reservoirVersion": version,
+        "index": index,
+        "isStartingVersion": True,
+    }
 
 
 def status_of(monitor: StreamMonitor, stream: str) -> str | None:
@@ -62,21 +83,13 @@ def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake
     rows = ProgressLog(lake.query_progress).read().to_pylist()
     mine = [r for r in rows if r["stream"] == "offsets_stream"]
     assert {r["event"] for r in mine} >= {"started", "progress", "terminated"}
-    batches = sorted(
-        (r for r in mine if r["event"] == "progress" and r["num_input_rows"]), key=lambda r: r["batch_id"]
-    )
+    batches = sorted((r for r in mine if r["event"] == "progress" and r["num_input_rows"]), key=lambda r: r["batch_id"])
     assert [(r["batch_id"], r["num_input_rows"]) for r in batches] == [(0, 10), (1, 10), (2, 10)]
     previous_end = None
     for index, row in enumerate(batches):
         (source,) = row["sources"]
         end = json.loads(source["end_offset"])
-        assert end == {
-            "sourceVersion": 1,
-            "reservoirId": table_id,
-            "reservoirVersion": 2,
-            "index": index,
-            "isStartingVersion": True,
-        }
+        assert end == snapshot_offset(table_id, 2, index, last=index == len(batches) - 1)
         if previous_end is not None:
             assert json.loads(source["start_offset"]) == previous_end
         previous_end = end
@@ -153,10 +166,7 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
         assert value(spec, **stream, source="0", kind="delta") == 0
     last = query.recentProgress[-1]
     assert value(catalog.BATCH_DURATION, **stream) == last["durationMs"]["triggerExecution"] / 1000
-    assert (
-        value(catalog.BATCH_PHASE_DURATION, phase="addBatch", **stream)
-        == last["durationMs"]["addBatch"] / 1000
-    )
+    assert value(catalog.BATCH_PHASE_DURATION, phase="addBatch", **stream) == last["durationMs"]["addBatch"] / 1000
     assert 5 <= value(catalog.FRESHNESS, **stream) < 60
     assert value(catalog.QUARANTINED_ROWS, reason="malformed_json", **stream) == 4
     assert value(catalog.EVENT_TYPE_ROWS, event_type="login", group="core") == 30
@@ -164,9 +174,7 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
     assert value(catalog.SCHEMA_ALERTS, event_type="login") == 1
     assert value(catalog.MONITOR_EVENTS_DROPPED) == 0
     assert value(catalog.MONITOR_WORKER_CPU) > 0
-    statuses = {
-        s: value(catalog.STREAM_STATUS, streamops_stream_status=s, **stream) for s in catalog.STREAM_STATUSES
-    }
+    statuses = {s: value(catalog.STREAM_STATUS, streamops_stream_status=s, **stream) for s in catalog.STREAM_STATUSES}
     assert sum(statuses.values()) == 1 and statuses["ok"] + statuses["idle"] == 1
 
 
@@ -232,10 +240,7 @@ def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
                 what="STALLED",
             )
             assert verdict.reason.startswith("2 files (")
-            assert (
-                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("blocked_stream"))
-                == 2
-            )
+            assert monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("blocked_stream")) == 2
         finally:
             gate.set()
             query.stop()
@@ -270,9 +275,7 @@ def test_a_failing_stream_is_failed_with_its_message(spark, lake):
         verdict = monitor.stream_status("failing_stream")
         assert verdict.status == "failed"
         assert verdict.reason == "ValueError: boom in batch 1"
-        assert (
-            monitor.registry.get_sample_value(catalog.STREAM_FAILURES.name, {"stream": "failing_stream"}) == 1
-        )
+        assert monitor.registry.get_sample_value(catalog.STREAM_FAILURES.name, {"stream": "failing_stream"}) == 1
     finally:
         monitor.stop()
     (row,) = ProgressLog(lake.query_progress).read(events=["terminated"]).to_pylist()
@@ -297,10 +300,7 @@ def test_a_drained_stream_is_idle(spark, lake):
         try:
             wait_until(lambda: status_of(monitor, "drained_stream") == "idle", what="IDLE")
             assert rows_read(query) == 20
-            assert (
-                monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("drained_stream"))
-                == 0
-            )
+            assert monitor.registry.get_sample_value(catalog.BACKLOG_FILES.name, delta_source("drained_stream")) == 0
         finally:
             query.stop()
     finally:

@@ -7,8 +7,9 @@ import json
 import pytest
 from monitor_fixtures import fixture_text
 
-from monitor.exceptions import ProgressEventError
-from monitor.progress_event import (
+from streamops.delta.source_offsets import DeltaSourceOffset
+from streamops.monitor.exceptions import ProgressEventError
+from streamops.monitor.progress_event import (
     QueryIdle,
     QueryProgress,
     QueryStarted,
@@ -17,7 +18,6 @@ from monitor.progress_event import (
     iso_to_epoch,
     parse_event,
 )
-from streamops.delta_offsets import DeltaSourceOffset
 
 
 def test_delta_source_progress_keeps_offsets_and_phases():
@@ -73,10 +73,13 @@ def test_exception_summary_skips_frames_backtraces_and_the_query_plan():
         "deltalake.DeltaError: Kernel error\n   0: <unknown>\n\n"
         "The above exception was the direct cause of the following exception:\n\n"
         'Traceback (most recent call last):\n  File "y.py", line 2, in g\n'
-        "pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error\n"
+        "streamops.pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error\n"
         "\tat org.apache.X.y(X.scala:1)\n=== Streaming Query ===\n+- ~StreamingExecutionRelation FileStreamSource"
     )
-    assert exception_summary(text) == "pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error"
+    assert (
+        exception_summary(text)
+        == "streamops.pipeline.exceptions.LakeTableError: cannot read `/lake/bronze/events`: Kernel error"
+    )
 
 
 def test_exception_summary_of_a_jvm_error_is_its_first_line():

@@ -10,13 +10,13 @@ import pytest
 from deltalake import DeltaTable
 from monitor_fixtures import fixture_text
 
-from monitor.exceptions import ProgressLogNotFoundError
-from monitor.metric_catalog import BATCH_PHASES
-from monitor.progress_event import parse_event
-from monitor.progress_log import COLUMNS, PHASE_COLUMNS, ProgressLog, row_of
-from monitor.source_backlog import BacklogReading
-from streamops.backlog import Backlog
-
+from streamops.delta.backlog import Backlog
+from streamops.monitor.exceptions import ProgressLogNotFoundError
+from streamops.monitor.metric_catalog import BATCH_PHASES
+from streamops.monitor.progress_event import parse_event
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import COLUMNS, PHASE_COLUMNS, row_of
+from streamops.monitor.source_backlog import BacklogReading
 
 RECORDED_DAY_NOON = datetime(2026, 11, 22, 12, tzinfo=timezone.utc).timestamp()  # the fixtures' day
 
@@ -35,10 +35,7 @@ def test_every_event_kind_is_one_row_of_one_commit(lake):
     log = ProgressLog(lake.query_progress)
     reading = BacklogReading(Backlog(2, 5, 1234, 9.5), True, time.time())
     recorded = events()
-    rows = [
-        row_of(e, "s", time.time(), reading if kind == "progress" else None, 1.7e9)
-        for kind, e in recorded.items()
-    ]
+    rows = [row_of(e, "s", time.time(), reading if kind == "progress" else None, 1.7e9) for kind, e in recorded.items()]
     assert log.append(rows) == 4
     assert DeltaTable(str(lake.query_progress)).version() == 0
     table = {r["event"]: r for r in log.read().to_pylist()}
@@ -51,10 +48,7 @@ def test_every_event_kind_is_one_row_of_one_commit(lake):
     (source,) = progress["sources"]
     assert json.loads(source["end_offset"]) == raw["sources"][0]["endOffset"]
     assert json.loads(source["latest_offset"]) == raw["sources"][0]["latestOffset"]
-    assert (
-        source["start_offset"] is None
-        or json.loads(source["start_offset"]) == raw["sources"][0]["startOffset"]
-    )
+    assert source["start_offset"] is None or json.loads(source["start_offset"]) == raw["sources"][0]["startOffset"]
     assert (progress["backlog_files"], progress["backlog_bytes"], progress["backlog_pending"]) == (
         5,
         1234,
@@ -71,9 +65,7 @@ def test_every_event_kind_is_one_row_of_one_commit(lake):
 def test_reads_are_pruned_by_event_and_day(lake):
     log = ProgressLog(lake.query_progress)
     log.append([row_of(e, "s", time.time()) for e in events().values()])
-    assert {
-        r["event"] for r in log.read(columns=["event"], events=["started", "terminated"]).to_pylist()
-    } == {
+    assert {r["event"] for r in log.read(columns=["event"], events=["started", "terminated"]).to_pylist()} == {
         "started",
         "terminated",
     }

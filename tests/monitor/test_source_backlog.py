@@ -8,10 +8,10 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from monitor_fixtures import fixture_text
 
-from monitor.progress_event import QueryProgress, SourceProgress
-from monitor.source_backlog import SourceBacklog
-from streamops.delta_log import DeltaLog
-from streamops.delta_offsets import DeltaSourceOffset
+from streamops.delta.log import DeltaLog
+from streamops.delta.source_offsets import DeltaSourceOffset
+from streamops.monitor.progress_event import QueryProgress, SourceProgress
+from streamops.monitor.source_backlog import SourceBacklog
 
 
 def append(table, rows: int) -> None:

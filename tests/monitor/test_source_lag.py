@@ -9,12 +9,12 @@ import json
 import pytest
 from monitor_fixtures import fixture_text, recorded_sequence, replay
 
-from monitor.fleet import Fleet
-from monitor.progress_event import QueryProgress, SourceProgress
-from monitor.source_backlog import SourceBacklog
-from monitor.source_kinds import SOURCE_KINDS, description_label, kind_of
-from monitor.source_lag import estimated_seconds, read_rate, reported_lag
-from monitor.status_rules import evaluate
+from streamops.monitor.fleet import Fleet
+from streamops.monitor.progress_event import QueryProgress, SourceProgress
+from streamops.monitor.source_backlog import SourceBacklog
+from streamops.monitor.source_kinds import SOURCE_KINDS, description_label, kind_of
+from streamops.monitor.source_lag import estimated_seconds, read_rate, reported_lag
+from streamops.monitor.status_rules import evaluate
 
 
 def progress(name: str) -> QueryProgress:
@@ -114,13 +114,21 @@ def test_mistyped_optional_fields_read_as_unknown_instead_of_dropping_the_event(
         ("KafkaV2[Subscribe[a, b]]", '{"a":{"0":1}}', "kafka"),
         ("KafkaSource[SubscribePattern[a.*]]", None, "kafka"),
         ("DeltaSource[file:/lake/t]", None, "delta"),
-        ("...python.PythonMicroBatchStreamWithTriggerAvailableNow@1f", '{"sourceVersion":1,"reservoirId":"x","reservoirVersion":3,"index":-1,"isStartingVersion":false}', "delta"),
+        (
+            "...python.PythonMicroBatchStreamWithTriggerAvailableNow@1f",
+            '{"sourceVersion":1,"reservoirId":"x","reservoirVersion":3,"index":-1,"isStartingVersion":false}',
+            "delta",
+        ),
         ("...python.PythonMicroBatchStream@1f", '{"position": 3}', "python"),
         ("FileStreamSource[file:/landing]", '{"logOffset":2}', "file"),
         ("CloudFilesSource[s3://bucket/in]", '{"seqNum":9,"sourceVersion":1}', "cloud_files"),
         ("KinesisV2[clicks]", None, "kinesis"),
         ("RateStreamV2[rowsPerSecond=5, rampUpTimeSeconds=0, numPartitions=default", "4", "rate"),
-        ("RatePerMicroBatchStream[rowsPerBatch=10, numPartitions=1, startTimestamp=0, advanceMillisPerBatch=1000]", None, "rate_micro_batch"),
+        (
+            "RatePerMicroBatchStream[rowsPerBatch=10, numPartitions=1, startTimestamp=0, advanceMillisPerBatch=1000]",
+            None,
+            "rate_micro_batch",
+        ),
         ("TextSocketV2[host: localhost, port: 9999]", "3", "socket"),
         ("MemoryStream[value#1]", "7", "memory"),
         ("MyConnector", '{"a":{"0":1}}', "kafka"),

@@ -14,18 +14,18 @@ import threading
 from typing import Any
 
 import pytest
+from monitor_fixtures import held_file_stream
 from prometheus_client import generate_latest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from monitor_fixtures import held_file_stream
 from waiting import wait_until
 
-from monitor import metric_catalog as catalog
-from monitor.progress_event import StateOperatorProgress, iso_to_epoch, operator_labels
-from monitor.source_kinds import description_label
-from monitor.state_counters import ROCKSDB_SST_BYTES
-from monitor.status_rules import StatusPolicy
-from monitor.stream_monitor import StreamMonitor
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.progress_event import StateOperatorProgress, iso_to_epoch, operator_labels
+from streamops.monitor.source_kinds import description_label
+from streamops.monitor.state_counters import ROCKSDB_SST_BYTES
+from streamops.monitor.status_rules import StatusPolicy
+from streamops.monitor.stream_monitor import StreamMonitor
 
 FAST = StatusPolicy(window=5, min_batches=3, min_stall_seconds=1.0)
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -55,9 +55,7 @@ def stop_and_settle(monitor: StreamMonitor, query) -> dict[str, Any]:
     (the listener bus is ordered). Returns the query's own last progress."""
     query.stop()
     name = query.name
-    wait_until(
-        lambda: (v := monitor.stream_status(name)) is not None and v.status == "stopped", what=f"{name} stopped"
-    )
+    wait_until(lambda: (v := monitor.stream_status(name)) is not None and v.status == "stopped", what=f"{name} stopped")
     assert monitor.flush()
     return query.lastProgress
 
@@ -90,9 +88,7 @@ def assert_scrape_matches(monitor: StreamMonitor, query, last: dict[str, Any], s
     watermark = iso_to_epoch(last["eventTime"]["watermark"])
     assert watermark  # set: the wait above saw it
     assert value(catalog.WATERMARK_LAG.name, stream) == pytest.approx(iso_to_epoch(last["timestamp"]) - watermark)
-    batches = value(
-        catalog.BATCH_PHASE_SECONDS.name + "_count", stream | {"phase": "triggerExecution"}
-    )
+    batches = value(catalog.BATCH_PHASE_SECONDS.name + "_count", stream | {"phase": "triggerExecution"})
     assert batches == len(history)
 
 
@@ -155,9 +151,13 @@ def test_drop_duplicates_within_watermark_exports_its_state(spark, lake):
             last = stop_and_settle(monitor, query)
         assert_scrape_matches(monitor, query, last, ["rate"])
         # the default (HDFS-backed) provider reports no RocksDB metrics: no such series at all
-        assert monitor.registry.get_sample_value(
-            catalog.ROCKSDB_SST_BYTES.name, {"stream": "dedupe_within", "operator": last["stateOperators"][0]["operatorName"]}
-        ) is None
+        assert (
+            monitor.registry.get_sample_value(
+                catalog.ROCKSDB_SST_BYTES.name,
+                {"stream": "dedupe_within", "operator": last["stateOperators"][0]["operatorName"]},
+            )
+            is None
+        )
     finally:
         monitor.stop()
 
@@ -174,12 +174,7 @@ def test_a_stream_stream_join_exports_both_sources_and_its_state(spark, lake):
                 "AND left_time + interval 5 seconds"
             ),
         )
-        query = (
-            joined.writeStream.format("noop")
-            .queryName("rate_join")
-            .trigger(processingTime="0.5 seconds")
-            .start()
-        )
+        query = joined.writeStream.format("noop").queryName("rate_join").trigger(processingTime="0.5 seconds").start()
         try:
             wait_until(lambda: has_state_and_watermark(query), 90, "join state under a watermark")
         finally:

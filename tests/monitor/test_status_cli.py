@@ -10,10 +10,10 @@ import pytest
 from monitor_fixtures import append, delta_stream, rows_read
 from waiting import wait_until
 
-from monitor import metric_catalog as catalog
-from monitor.fleet_status import fleet_status
-from monitor.stream_monitor import StreamMonitor
 from streamops.cli import main
+from streamops.monitor import metric_catalog as catalog
+from streamops.monitor.fleet_status import fleet_status
+from streamops.monitor.stream_monitor import StreamMonitor
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +45,7 @@ def stopped_lake(spark, tmp_path_factory):
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
     running = []
     try:
-        done = (
-            delta_stream(spark, lake.bronze_events)
-            .writeStream.format("memory")
-            .queryName("done_stream")
-            .start()
-        )
+        done = delta_stream(spark, lake.bronze_events).writeStream.format("memory").queryName("done_stream").start()
         wait_until(lambda: rows_read(done) == 20, what="done_stream read")
         done.stop()
 
@@ -90,7 +85,8 @@ def stopped_lake(spark, tmp_path_factory):
         append(blocked_table, 200)
         value = monitor.registry.get_sample_value
         wait_until(
-            lambda: value(catalog.BACKLOG_FILES.name, {"stream": "blocked_cli", "source": "0", "kind": "delta"}) == 2, what="backlog seen"
+            lambda: value(catalog.BACKLOG_FILES.name, {"stream": "blocked_cli", "source": "0", "kind": "delta"}) == 2,
+            what="backlog seen",
         )
         wait_until(lambda: monitor.stream_status("quiet_cli").status == "idle", what="quiet_cli idle")
     finally:
@@ -123,11 +119,7 @@ def test_status_json_lists_every_stream_worst_first(stopped_lake, capsys):
 
     blocked = streams["blocked_cli"]
     assert blocked["status"] == "ok"  # waiting, but not yet for several intervals + the log delay
-    assert (
-        blocked["pending"] is True
-        and blocked["backlog"]["files"] == 2
-        and blocked["backlog"]["versions"] == 2
-    )
+    assert blocked["pending"] is True and blocked["backlog"]["files"] == 2 and blocked["backlog"]["versions"] == 2
 
     assert streams["quiet_cli"]["status"] == "idle"
     assert 30 <= streams["quiet_cli"]["freshness_seconds"] < 600
@@ -184,9 +176,7 @@ def test_status_table_for_humans(stopped_lake, capsys):
         "WARNINGS",
         "REASON",
     ]
-    assert (
-        rows[0].startswith("failing_cli") and "FAILED" in rows[0] and "ValueError: boom in batch 1" in rows[0]
-    )
+    assert rows[0].startswith("failing_cli") and "FAILED" in rows[0] and "ValueError: boom in batch 1" in rows[0]
     assert any(r.startswith("blocked_cli") and "2 files" in r for r in rows)
     assert out.rstrip().endswith("4 streams: 1 failed, 1 stopped, 1 ok, 1 idle")
 
@@ -216,12 +206,18 @@ def test_a_run_without_batches_keeps_the_streams_last_batch(spark, tmp_path):
         for _ in range(2):
             query = (
                 delta_stream(spark, lake.bronze_events)
-                .writeStream.foreachBatch(lambda df, _: df.count()).queryName("rerun_stream")
-                .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+                .writeStream.foreachBatch(lambda df, _: df.count())
+                .queryName("rerun_stream")
+                .option("checkpointLocation", str(checkpoint))
+                .trigger(availableNow=True)
+                .start()
             )
             query.awaitTermination(60)
         wait_until(
-            lambda: monitor.flush() and any(r.stream == "rerun_stream" and r.status == "stopped" for r in fleet_status(lake)),
+            lambda: (
+                monitor.flush()
+                and any(r.stream == "rerun_stream" and r.status == "stopped" for r in fleet_status(lake))
+            ),
             what="both runs in the progress log",
         )
     finally:

@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 from monitor_fixtures import fixture_text, recorded_sequence, replay
 
-from monitor.fleet import Fleet, StreamView
-from monitor.metric_catalog import STREAM_STATUSES
-from monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
-from monitor.status_rules import (
+from streamops.delta.backlog import Backlog
+from streamops.monitor.fleet import Fleet, StreamView
+from streamops.monitor.metric_catalog import STREAM_STATUSES
+from streamops.monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
+from streamops.monitor.status_rules import (
     DEFAULT_POLICY,
     ProgressSample,
     StatusPolicy,
@@ -20,8 +21,7 @@ from monitor.status_rules import (
     evaluate,
     typical_interval,
 )
-from monitor.status_severity import SEVERITY
-from streamops.backlog import Backlog
+from streamops.monitor.status_severity import SEVERITY
 
 SHORT = StatusPolicy(window=5, min_batches=3)
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 
 from monitor_fixtures import recorded_sequence, replay
 
-from monitor.fleet import Fleet, StreamView
-from monitor.fleet_status import fleet_status
-from monitor.progress_event import QueryProgress, QueryTerminated
-from monitor.progress_log import ProgressLog, row_of
-from monitor.status_rules import (
+from streamops.monitor.fleet import Fleet, StreamView
+from streamops.monitor.fleet_status import fleet_status
+from streamops.monitor.progress_event import QueryProgress, QueryTerminated
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import row_of
+from streamops.monitor.status_rules import (
     DEFAULT_POLICY,
     StatusPolicy,
     evaluate,
@@ -90,8 +91,12 @@ def test_rows_older_than_the_watermark_are_late_rows_dropped():
     view = view_of(LATE)
     assert codes(view) == ["late_rows_dropped"]
     assert late_rows_dropped(view.observation.samples).message.startswith(f"{dropped} late rows dropped")
-    before = view_of(LATE, until_batch=max(e.batch_id for e in events if not any(
-        op.num_rows_dropped_by_watermark for op in e.state_operators)))
+    before = view_of(
+        LATE,
+        until_batch=max(
+            e.batch_id for e in events if not any(op.num_rows_dropped_by_watermark for op in e.state_operators)
+        ),
+    )
     assert codes(before) == []
 
 

@@ -109,7 +109,9 @@ def _process(command: list[str], port: int, log: Path, env: dict[str, str] | Non
     with open(log, "wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     try:
-        wait_until(lambda: _accepts(port) or process.poll() is not None, timeout=60, what=f"{command[0]} on port {port}")
+        wait_until(
+            lambda: _accepts(port) or process.poll() is not None, timeout=60, what=f"{command[0]} on port {port}"
+        )
         assert process.poll() is None, f"{' '.join(command)} exited: {log.read_text(errors='replace')[-2000:]}"
         yield
     finally:
@@ -138,7 +140,9 @@ def moto_server(workdir: Path) -> Iterator[S3Server]:
         iam = boto3.client("iam", aws_access_key_id=admin.key_id, aws_secret_access_key=admin.secret, **setup)
         iam.create_user(UserName="reader")
         reader = _key(iam.create_access_key(UserName="reader"))
-        iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=_policy(["s3:GetObject", "s3:ListBucket"]))
+        iam.put_user_policy(
+            UserName="reader", PolicyName="read", PolicyDocument=_policy(["s3:GetObject", "s3:ListBucket"])
+        )
         s3 = boto3.client("s3", aws_access_key_id=admin.key_id, aws_secret_access_key=admin.secret, **setup)
         s3.create_bucket(Bucket=S3_BUCKET)
         yield S3Server(endpoint, log, admin, reader)
@@ -167,8 +171,16 @@ def azurite_server(workdir: Path) -> Iterator[AzuriteServer]:
     data = workdir / "azurite"
     data.mkdir()
     command = [
-        azurite_command(), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
-        "--skipApiVersionCheck", "--loose", "--silent",
+        azurite_command(),
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        str(port),
+        "--location",
+        str(data),
+        "--skipApiVersionCheck",
+        "--loose",
+        "--silent",
     ]
     with _process(command, port, workdir / "azurite.log"):
         server = AzuriteServer(f"http://127.0.0.1:{port}")
@@ -191,16 +203,20 @@ class Store:
         test); returns its URI."""
         prefix = prefix or uuid.uuid4().hex[:12]
         pa_fs.copy_files(
-            str(local), f"{self.bucket}/{prefix}",
-            source_filesystem=pa_fs.LocalFileSystem(), destination_filesystem=self.filesystem,
+            str(local),
+            f"{self.bucket}/{prefix}",
+            source_filesystem=pa_fs.LocalFileSystem(),
+            destination_filesystem=self.filesystem,
         )
         return f"{self.uri_prefix}/{prefix}"
 
     def download(self, uri: str, local: Path) -> Path:
         key = uri.removeprefix(self.uri_prefix + "/")
         pa_fs.copy_files(
-            f"{self.bucket}/{key}", str(local),
-            source_filesystem=self.filesystem, destination_filesystem=pa_fs.LocalFileSystem(),
+            f"{self.bucket}/{key}",
+            str(local),
+            source_filesystem=self.filesystem,
+            destination_filesystem=pa_fs.LocalFileSystem(),
         )
         return local
 

@@ -5,10 +5,13 @@ and the app itself opens on the remote lake."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboards.console import APP_PATH, LAKE_ENV, lake_reads
+from streamops.dashboards.console import APP_PATH, LAKE_ENV, lake_reads
+
+pytestmark = pytest.mark.services
 
 TABLE_READERS = ("schema_registry", "schema_alerts", "event_groups", "quarantine_counts")
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from ports import free_port
 
-from streamops.checkpoint_reader import read_checkpoint
+from streamops.checkpoint.reader import read_checkpoint
 from streamops.cli import main
+
+pytestmark = pytest.mark.services
 
 BATCHES = 10_000
 BUCKET = "paging"
@@ -47,10 +49,15 @@ def paging_s3(monkeypatch, store_env) -> Iterator[tuple[object, list[str]]]:
     try:
         backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
         backend.create_bucket(BUCKET, "us-east-1")
-        store_env({
-            "AWS_ACCESS_KEY_ID": "paging", "AWS_SECRET_ACCESS_KEY": "paging", "AWS_REGION": "us-east-1",
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
-        })
+        store_env(
+            {
+                "AWS_ACCESS_KEY_ID": "paging",
+                "AWS_SECRET_ACCESS_KEY": "paging",
+                "AWS_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ALLOW_HTTP": "true",
+            }
+        )
         yield backend, handled
     finally:
         server.stop()

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_tools.rewind import BACKUP_MANIFEST, apply_rewind, plan_rewind
-from streamops.checkpoint_reader import read_checkpoint
+from streamops.checkpoint.reader import read_checkpoint
+from streamops.checkpoint_tools.rewind import BACKUP_MANIFEST, apply_rewind, plan_rewind
 from streamops.cli import main
 from streamops.storage.location import Location
+
+pytestmark = pytest.mark.services
 
 LOG_DIRS = ("offsets", "commits", "sources")
 
@@ -25,8 +27,10 @@ class Interrupted(BaseException):
 def log_files(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes()
-        for name in LOG_DIRS if (root / name).is_dir()
-        for p in sorted((root / name).rglob("*")) if p.is_file()
+        for name in LOG_DIRS
+        if (root / name).is_dir()
+        for p in sorted((root / name).rglob("*"))
+        if p.is_file()
     }
 
 
@@ -56,7 +60,9 @@ def test_rewind_on_the_store_matches_the_local_rewind_and_backs_up_there(store, 
     checkpoint = f"{prefix}/bronze"
     assert main(["checkpoint", "rewind", checkpoint, "--to-batch", str(to_batch), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["applied"] is False and log_files(store.download(checkpoint, tmp_path / "unchanged")) == log_files(original)
+    assert plan["applied"] is False and log_files(store.download(checkpoint, tmp_path / "unchanged")) == log_files(
+        original
+    )
     assert main(["checkpoint", "rewind", checkpoint, "--to-batch", str(to_batch), "--yes", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["applied"] and result["backup"].startswith(f"{prefix}/.bronze.backup-")

@@ -9,13 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from built_lake import FAILING_STREAM
 
-from checkpoint_tools.doctor import diagnose_lake
-from checkpoint_tools.doctor_context import DoctorSettings
-from monitor.fleet_status import fleet_status
+from streamops.checkpoint_tools.doctor import diagnose_lake
+from streamops.checkpoint_tools.doctor_context import DoctorSettings
 from streamops.cli import main
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet_status import fleet_status
+
+pytestmark = pytest.mark.services
 
 MTIME_KEYS = frozenset({"committed_ms"})
 """When a checkpoint file was written is its object's time: an upload has the upload's time."""
@@ -62,13 +65,21 @@ def test_inspect_correlate_doctor_and_status_read_the_remote_lake_like_the_local
     local_root, remote_root = str(local.root), str(remote.root)
     streams = [p.name for p in local.checkpoint_dirs()]
     assert [p.name for p in remote.checkpoint_dirs()] == streams and len(streams) >= 4
-    assert [str(t).replace(remote_root, local_root) for t in remote.table_dirs()] == [str(t) for t in local.table_dirs()]
+    assert [str(t).replace(remote_root, local_root) for t in remote.table_dirs()] == [
+        str(t) for t in local.table_dirs()
+    ]
     for stream in streams:
         for command in ("inspect", "correlate"):
             here = cli_json(capsys, "checkpoint", command, str(local.checkpoint(stream)), *_lake(command, local_root))
-            code, there = cli_json(capsys, "checkpoint", command, str(remote.checkpoint(stream)), *_lake(command, remote_root))
+            code, there = cli_json(
+                capsys, "checkpoint", command, str(remote.checkpoint(stream)), *_lake(command, remote_root)
+            )
             expected = same_shape(here[1], local_root, remote_root)
-            assert (code, _without(there)) == (here[0], expected), (stream, command, first_difference(_without(there), expected))
+            assert (code, _without(there)) == (here[0], expected), (
+                stream,
+                command,
+                first_difference(_without(there), expected),
+            )
     _, doctor_here = same_doctor(capsys, local_root, remote_root)
     findings = {(d["stream"], f["code"]) for d in doctor_here for f in d["findings"]}
     assert (FAILING_STREAM, "uncommitted_batch") in findings, "the failed query's batch stays uncommitted"
@@ -116,7 +127,7 @@ def test_injected_faults_are_found_the_same_way(store, built_lake, tmp_path, cap
     (bronze / "commits" / str(latest)).unlink()
     (bronze / "commits" / f".{latest}.crc").unlink()
     silver = Path(local.checkpoint(next(p.name for p in local.checkpoint_dirs() if p.name.startswith("silver_"))))
-    offsets = sorted((int(p.name) for p in (silver / "offsets").iterdir() if p.name.isdigit()))
+    offsets = sorted(int(p.name) for p in (silver / "offsets").iterdir() if p.name.isdigit())
     truncated = silver / "offsets" / str(offsets[-1])
     truncated.write_bytes(truncated.read_bytes()[:20])
     (silver / "offsets" / f".{offsets[-1] + 1}.0a1b2c3d.tmp").write_text("v1\n")

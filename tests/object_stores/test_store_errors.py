@@ -12,6 +12,8 @@ from store_servers import AZURE_CONTAINER, AZURITE_ACCOUNT, S3_BUCKET, azure_sto
 
 from streamops.cli import main
 
+pytestmark = pytest.mark.services
+
 FIXTURES = Path(__file__).resolve().parents[1] / "checkpoint_tools" / "fixtures"
 
 
@@ -73,10 +75,14 @@ def test_azure_errors_name_the_problem_and_the_fix(azurite, store_env, tiny_chec
     err = one_line_error(capsys, "status", "--lake", prefix)
     assert "nothing answers at 127.0.0.1" in err and "AZURITE_BLOB_STORAGE_URL" in err
 
-    store_env({
-        "AZURE_STORAGE_ACCOUNT_NAME": AZURITE_ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": azurite.env()["AZURE_STORAGE_ACCOUNT_KEY"],
-        "AZURE_STORAGE_ENDPOINT": f"{nowhere}/{AZURITE_ACCOUNT}", "AZURE_ALLOW_HTTP": "true",
-    })
+    store_env(
+        {
+            "AZURE_STORAGE_ACCOUNT_NAME": AZURITE_ACCOUNT,
+            "AZURE_STORAGE_ACCOUNT_KEY": azurite.env()["AZURE_STORAGE_ACCOUNT_KEY"],
+            "AZURE_STORAGE_ENDPOINT": f"{nowhere}/{AZURITE_ACCOUNT}",
+            "AZURE_ALLOW_HTTP": "true",
+        }
+    )
     err = one_line_error(capsys, "checkpoint", "inspect", f"{prefix}/stream")
     assert "nothing answers at 127.0.0.1" in err and "AZURE_STORAGE_ENDPOINT" in err
 

@@ -19,8 +19,9 @@ def source(spark, table: Path, schema: str | None = None, **options: Any):
 def drain(spark, table: Path, checkpoint: Path, **options: Any) -> list[dict]:
     """Every row the stream reads until it has caught up, in batch order."""
     rows: list[dict] = []
-    drain_batches(spark, table, checkpoint, lambda df, _: rows.extend(r.asDict(recursive=True) for r in df.collect()),
-                  **options)
+    drain_batches(
+        spark, table, checkpoint, lambda df, _: rows.extend(r.asDict(recursive=True) for r in df.collect()), **options
+    )
     return rows
 
 

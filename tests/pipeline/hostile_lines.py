@@ -9,25 +9,66 @@ import json
 
 from hypothesis import strategies as st
 
-from pipeline.bronze.record_rules import MAX_DEPTH, UTF8_BOM
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, UTF8_BOM
 
 EVENT_TYPES = ["click", "Click", "purchase", "a.b-c", "", "../x", "a b", None, 7]
 KEYS = st.one_of(
     st.sampled_from(
-        ["event_id", "event_time", "a", "A", "a b", "a__b", "b", "_rescued_data", "_corrupt_record", "",
-         "é", "x\u0000", "level", "player", "Player", "items", "n", "N"]
+        [
+            "event_id",
+            "event_time",
+            "a",
+            "A",
+            "a b",
+            "a__b",
+            "b",
+            "_rescued_data",
+            "_corrupt_record",
+            "",
+            "é",
+            "x\u0000",
+            "level",
+            "player",
+            "Player",
+            "items",
+            "n",
+            "N",
+        ]
     ),
     st.text(max_size=5),
 )
-ESCAPES = ["\\ud83d\\ude00", "\\u0000", "\\u001f", "\\\\", "\\\"", "\\n", "\\/", "\x7f", "\u2028", "\ufeff", "é", "😀"]
+ESCAPES = ["\\ud83d\\ude00", "\\u0000", "\\u001f", "\\\\", '\\"', "\\n", "\\/", "\x7f", "\u2028", "\ufeff", "é", "😀"]
 BROKEN_ESCAPES = ["\\ud800", "\\udc00", "\\ud83d\\u0041", "\x01", "\t", "\\x", "\\u12"]
 NUMBERS = [
-    "0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808", "1e308", "1e-400", "1.5",
-    "0.1", "1E5", "2.5e-3", "-1.0E+2",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e308",
+    "1e-400",
+    "1.5",
+    "0.1",
+    "1E5",
+    "2.5e-3",
+    "-1.0E+2",
 ]
 BROKEN_NUMBERS = [
-    "9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e309", "-1e999",
-    "NaN", "Infinity", "-Infinity", "01", "1.", ".5", "+1", "1e", "-",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "1e309",
+    "-1e999",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "01",
+    "1.",
+    ".5",
+    "+1",
+    "1e",
+    "-",
 ]
 
 
@@ -134,7 +175,8 @@ scalars = st.one_of(
 documents = st.recursive(
     scalars,
     lambda children: st.one_of(
-        st.lists(children, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "c", "d", "é", "x y"]), children, max_size=3)
+        st.lists(children, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "b", "c", "d", "é", "x y"]), children, max_size=3),
     ),
     max_leaves=8,
 )

@@ -22,7 +22,7 @@ from deltalake import write_deltalake
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import StreamingQueryException
 
-from pipeline.batch_function import (
+from streamops.pipeline.batch_function import (
     MAX_MESSAGE_CHARS,
     PROXY_ERROR_PREFIX,
     JavaCallFailed,
@@ -30,8 +30,8 @@ from pipeline.batch_function import (
     batch_function,
     java_call_summary,
 )
-from pipeline.exceptions import LakeTableError
-from pipeline.lake_tables import require_writable_lake
+from streamops.pipeline.exceptions import LakeTableError
+from streamops.pipeline.lake_tables import require_writable_lake
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 SLOW_JOB = "java_method('java.lang.Thread', 'sleep', 30000L)"
@@ -48,9 +48,13 @@ def test_a_query_stopped_inside_a_jvm_call_stops_cleanly(spark, tmp_path):
         spark.range(0, 2, numPartitions=2).selectExpr(SLOW_JOB).collect()
 
     query = (
-        spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-        .writeStream.queryName(LONG_QUERY_NAME).foreachBatch(batch_function(slow))
-        .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 1)
+        .load()
+        .writeStream.queryName(LONG_QUERY_NAME)
+        .foreachBatch(batch_function(slow))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
     )
     try:
         assert inside.wait(60), "the first batch never started"
@@ -165,9 +169,11 @@ def test_a_native_panic_in_a_batch_fails_the_query_instead_of_hanging_it(spark, 
     """Py4J answers the JVM only for an Exception: a panic killed the callback thread and the
     query waited for the batch forever (seen: `streamops run` under a `local[2]` directory)."""
     query = (
-        spark.readStream.format("rate").load()
+        spark.readStream.format("rate")
+        .load()
         .writeStream.foreachBatch(batch_function(lambda df, b: delta_rs_panics(df, b, tmp_path)))
-        .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
     )
     try:
         with pytest.raises(StreamingQueryException, match="NativeCodePanicked: PanicException: "):

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-
-from dataclasses import replace
 
 import pytest
 from deltalake import DeltaTable
 from pyspark.errors import StreamingQueryException
 
-from pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.delta_connector.write_plan import WritePlan
-from pipeline.pipeline_events import Unmonitored
-from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
-from pipeline.registry.schema_registry import REGISTRY_STAGE, Registration, SchemaRegistry
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.write_plan import WritePlan
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_registry import REGISTRY_STAGE, Registration, SchemaRegistry
 
 
 def event(event_type: str, i: int, **attributes) -> bytes:
@@ -39,7 +38,9 @@ def write_file(landing: Path, name: str, lines: list[bytes]) -> None:
 
 
 def run_bronze(spark, lake: LakeLayout, landing: Path, connector=None) -> None:
-    writer = BronzeBatchWriter(lake, connector or EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored())
+    writer = BronzeBatchWriter(
+        lake, connector or EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored()
+    )
     query = start_bronze(spark, lake, BronzeSettings(landing, max_files_per_trigger=1, available_now=True), writer)
     try:
         query.awaitTermination(180)
@@ -83,7 +84,7 @@ def test_every_line_lands_in_bronze_or_quarantine_with_its_reason(spark, tmp_pat
     assert invalid["raw_bytes"] == BAD_LINES["invalid_utf8"], "raw bytes are kept exactly"
     deep = next(r for r in quarantine if r["reason"] == "too_deep")
     assert f"> limit {MAX_DEPTH}" in deep["detail"]
-    assert all(r["source_file"].endswith((".ndjson")) for r in bronze + quarantine)
+    assert all(r["source_file"].endswith(".ndjson") for r in bronze + quarantine)
     first = next(r for r in bronze if r["event_id"] == "match_start-0")
     assert json.loads(first["payload"]) == json.loads(good[0])
     assert first["event_time"].isoformat() == "2026-11-22T10:00:00.500000+00:00"
@@ -117,9 +118,9 @@ def test_registry_versions_follow_the_drift(spark, tmp_path):
     assert "p.id:integer" in first_a["variation_paths"]
     assert first_a["first_bronze_version"] == 1
     incompatible = registry[4]
-    assert json.loads(incompatible["changed_fields"]) == [{"path": "score", "old_type": "long", "new_type": "string"}], (
-        "a widening never changes the applied type: score stays long"
-    )
+    assert json.loads(incompatible["changed_fields"]) == [
+        {"path": "score", "old_type": "long", "new_type": "string"}
+    ], "a widening never changes the applied type: score stays long"
 
 
 class CrashBeforeBronze(EmbeddedDelta):
@@ -175,7 +176,9 @@ def test_lines_of_a_rejected_variation_are_quarantined_and_the_first_attempts_fi
         query.stop()
     assert sorted(r["event_id"] for r in rows(lake.bronze_events)) == ["a-0", "a-1", "a-2"]
     quarantine = rows(lake.bronze_quarantine)
-    assert [(q["reason"], q["detail"]) for q in quarantine] == [("unprocessable", f"stage {REGISTRY_STAGE}: prototype refused")] * 2
+    assert [(q["reason"], q["detail"]) for q in quarantine] == [
+        ("unprocessable", f"stage {REGISTRY_STAGE}: prototype refused")
+    ] * 2
     assert sorted(json.loads(q["raw_bytes"])["event_id"] for q in quarantine) == ["b-0", "b-1"]
     assert [r["event_type"] for r in rows(lake.schema_registry)] == ["a"]
     for table in (lake.bronze_events, lake.bronze_quarantine):

@@ -5,7 +5,7 @@ The bug this guards against: `streamops run` printed its summary, then died with
 still releasing a finished delta-rs scan whose Parquet files were Python objects (deltalake's
 default `PyFileSystem`), so it needed the GIL while the main thread was finalizing the
 interpreter; CPython ended that thread with `pthread_exit` inside a `noexcept` C++ destructor.
-streamops reads every table through `streamops.delta_read`, which gives Arrow its native local
+streamops reads every table through `streamops.delta.read`, which gives Arrow its native local
 filesystem. The race is timing-dependent, so the real commands run several times each, in
 subprocesses, on fresh lakes (the first run on a new lake aborted most), two at a time so the
 machine is busy the way it was when the aborts were seen. The lake-reading loop is where the
@@ -28,12 +28,14 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from monitor.progress_log import ProgressLog
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from streamops.delta_read import read_delta
-from streamops.storage.arrow_filesystem import arrow_filesystem
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.progress_log import ProgressLog
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.storage.arrow_filesystem import arrow_filesystem
+
+pytestmark = pytest.mark.e2e
 
 RUNS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_RUNS", "2"))
 READS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_READS", "30"))
@@ -43,9 +45,10 @@ RUN_TIMEOUT = 300
 # Ends on a scan of every table, right before the interpreter exits: the widest race window.
 READ_LAKE = """
 import sys
-from pipeline.lake_summary import summarize_lake
-from streamops.delta_read import read_delta
+from streamops.pipeline.lake_summary import summarize_lake
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+
 lake = LakeLayout.at(sys.argv[1])
 summary = summarize_lake(lake)
 tables = sorted(log.parent for log in lake.root.local_path.rglob("_delta_log"))
@@ -54,9 +57,7 @@ print(summary.bronze_rows, len(tables), sum(read_delta(table).num_rows for table
 
 
 def command(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT
-    )
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
 
 
 def assert_clean_exit(result: subprocess.CompletedProcess, what: str) -> None:
@@ -76,8 +77,19 @@ def runs(tmp_path_factory):
     lakes = [work / f"lake{i}" for i in range(RUNS)]
 
     def run(lake: Path) -> subprocess.CompletedProcess:
-        return command("-m", "streamops", "run", "--lake", str(lake), "--landing", str(landing),
-                       "--until-idle", "--metrics-port", "0", cwd=work)
+        return command(
+            "-m",
+            "streamops",
+            "run",
+            "--lake",
+            str(lake),
+            "--landing",
+            str(landing),
+            "--until-idle",
+            "--metrics-port",
+            "0",
+            cwd=work,
+        )
 
     with ThreadPoolExecutor(PARALLEL) as pool:
         return list(zip(lakes, pool.map(run, lakes)))

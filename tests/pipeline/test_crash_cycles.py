@@ -10,13 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_crash_cycles.py"
 
 
 def test_three_random_sigkills_while_input_arrives_lose_and_duplicate_nothing(tmp_path):
     run = subprocess.run(
         [sys.executable, str(BENCH), "--cycles", "3", "--seed", "7", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=1200,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert run.stdout, run.stderr[-3000:]
     result = json.loads(run.stdout)

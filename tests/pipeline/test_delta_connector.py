@@ -18,16 +18,16 @@ from deltalake.transaction import PostCommitHookProperties
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
 
-from pipeline.delta_connector.batch_commit import _post_commit_hooks, commit_files
-from pipeline.delta_connector.batch_writer import write_batch
-from pipeline.delta_connector.connector import EmbeddedDelta, connector_for
-from pipeline.delta_connector.data_files import DataFileBuilder
-from pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
-from pipeline.exceptions import PipelineConfigError
-from streamops import commit_metadata
-from streamops.commit_metadata import BatchCommitInfo
-from streamops.delta_read import read_delta
+from streamops.delta import commit_metadata
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import read_delta
 from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.pipeline.delta_connector.batch_commit import _post_commit_hooks, commit_files
+from streamops.pipeline.delta_connector.batch_writer import write_batch
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta, connector_for
+from streamops.pipeline.delta_connector.data_files import DataFileBuilder
+from streamops.pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
+from streamops.pipeline.exceptions import PipelineConfigError
 
 
 def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
@@ -97,8 +97,12 @@ def test_each_batch_reads_exactly_the_rows_of_the_add_actions_it_covers(spark, t
     batches = run_stream(spark, table, tmp_path / "ck", startingVersion=0, maxFilesPerTrigger=1)
     by_version = [(end["reservoirVersion"], end["index"]) for _, _, end in batches]
     assert by_version == [(0, 0), (1, 0), (2, 0), (3, -1)]
-    expected = [ids_of_add_action(table, 0, 0), ids_of_add_action(table, 1, 0), ids_of_add_action(table, 2, 0),
-                ids_of_add_action(table, 2, 1)]
+    expected = [
+        ids_of_add_action(table, 0, 0),
+        ids_of_add_action(table, 1, 0),
+        ids_of_add_action(table, 2, 0),
+        ids_of_add_action(table, 2, 1),
+    ]
     assert [ids for _, ids, _ in batches] == expected
     assert sorted(i for ids in expected for i in ids) == [0, 1, 2, 100, 200, 201, 202, 203, 204, 205]
 
@@ -127,13 +131,19 @@ def test_schema_evolution_in_source_fills_missing_columns(spark, tmp_path):
     write_deltalake(str(table), pa.table({"id": [2], "extra": ["x"], "at": when}), mode="append", schema_mode="merge")
     rows = []
     query = (
-        spark.readStream.format("streamops_delta").option("path", str(table)).load()
+        spark.readStream.format("streamops_delta")
+        .option("path", str(table))
+        .load()
         .writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
-        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
     )
     query.awaitTermination(60)
     assert sorted((r.id, r.extra) for r in rows) == [(1, None), (2, "x")]
-    assert [r.at.astimezone(timezone.utc) for r in rows if r.id == 2] == [datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)]
+    assert [r.at.astimezone(timezone.utc) for r in rows if r.id == 2] == [
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    ]
 
 
 def test_missing_table_is_a_clear_error(spark, tmp_path):
@@ -229,7 +239,11 @@ def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_sta
     a = DeltaTable(str(tmp_path / "a"))
     assert sorted(read_delta(a).column("id").to_pylist()) == list(range(40))
     assert a.transaction_version("s") == 0 and a.history(1)[0][commit_metadata.QUERY_ID] == "q-1"
-    adds = [json.loads(line)["add"] for line in (tmp_path / "a" / "_delta_log" / f"{a.version():020d}.json").read_text().splitlines() if '"add"' in line]
+    adds = [
+        json.loads(line)["add"]
+        for line in (tmp_path / "a" / "_delta_log" / f"{a.version():020d}.json").read_text().splitlines()
+        if '"add"' in line
+    ]
     assert 1 <= len(adds) <= 3, "one file per task that had rows"
     stats = [json.loads(add["stats"]) for add in adds]
     assert sum(s["numRecords"] for s in stats) == 40
@@ -260,7 +274,11 @@ def test_the_sink_adds_new_columns_with_a_metadata_commit_and_refuses_a_type_cha
     sink = EmbeddedDelta()
     sink.write_routes(routed_frame(spark, [("b", 1, None)]), sink_plan(tmp_path, 0))
     table_id = DeltaTable(str(tmp_path / "b")).metadata().id
-    wider = replace(sink_plan(tmp_path, 1), tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"})}, commit_stages=(("b",),))
+    wider = replace(
+        sink_plan(tmp_path, 1),
+        tables={"b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"})},
+        commit_stages=(("b",),),
+    )
     sink.write_routes(routed_frame(spark, [("b", 2, "x")]), wider)
     b = DeltaTable(str(tmp_path / "b"))
     assert b.metadata().id == table_id and [f.name for f in b.schema().fields] == ["id", "name"]
@@ -285,7 +303,8 @@ def test_the_sink_reports_each_keys_first_flagged_row_before_any_commit(spark, t
     the driver sees them before any table is committed, and a refusal there commits nothing."""
     rows = [("a", i, f"k{i % 3}") for i in range(30)] + [("b", 100, None)]
     frame = (
-        spark.createDataFrame(rows, "_route string, id long, name string").repartition(3)
+        spark.createDataFrame(rows, "_route string, id long, name string")
+        .repartition(3)
         .selectExpr("*", "name IS NOT NULL AND name <> 'k2' AS flag", "-id AS rank")
     )
     wanted = FirstRows(flag_column="flag", key_columns=("name",), order_columns=("rank",), value_column="id")
@@ -324,9 +343,13 @@ def test_uncommitted_first_batch_replays_the_same_files_after_new_commits(spark,
         raise RuntimeError("crash in batch 0")
 
     query = (
-        spark.readStream.format("streamops_delta").option("path", str(table)).load()
-        .writeStream.foreachBatch(fail).option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True).start()
+        spark.readStream.format("streamops_delta")
+        .option("path", str(table))
+        .load()
+        .writeStream.foreachBatch(fail)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
     )
     with pytest.raises(StreamingQueryException, match="crash in batch 0"):
         query.awaitTermination(60)
@@ -351,9 +374,14 @@ def test_starting_version_latest_replays_its_first_batch_exactly(spark, tmp_path
             raise RuntimeError("crash in the first batch with data")
 
     query = (
-        spark.readStream.format("streamops_delta").option("path", str(table)).option("startingVersion", "latest")
-        .load().writeStream.foreachBatch(fail_first).option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="0.5 seconds").start()
+        spark.readStream.format("streamops_delta")
+        .option("path", str(table))
+        .option("startingVersion", "latest")
+        .load()
+        .writeStream.foreachBatch(fail_first)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0.5 seconds")
+        .start()
     )
     try:
         wait_until(lambda: query.lastProgress is not None, 60, "the first trigger, which fixes `latest`")

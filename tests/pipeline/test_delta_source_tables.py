@@ -17,7 +17,7 @@ from delta_streams import RunningStream, drain, source
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 from pyspark.errors import StreamingQueryException
 
-from streamops.deletion_vectors import DeletionVector
+from streamops.delta.deletion_vectors import DeletionVector
 from streamops.storage.location import Location
 
 
@@ -41,12 +41,21 @@ def table_with_deletion_vectors(root: Path) -> None:
     """v1: three files of ten rows; v2: a DELETE giving them vectors (`u` with a random prefix,
     `p`, inline `i`); v3: one more file."""
     table = HandTable(root, {"id": "long"})
-    adds = [table.data_file(f"f{i}.parquet", pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())})) for i in range(3)]
+    adds = [
+        table.data_file(f"f{i}.parquet", pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}))
+        for i in range(3)
+    ]
     table.commit("WRITE", *({"add": add} for add in adds))
     first, second = table.deletion_vector_file([[0, 9], [1, 2, 3]], prefix="q7")
     absolute = DeletionVector.from_json(second).file(Location.of(root))
-    table.delete_rows(adds, [first, {**second, "storageType": "p", "pathOrInlineDv": f"file://{absolute}"},
-                             table.inline_deletion_vector([5])])
+    table.delete_rows(
+        adds,
+        [
+            first,
+            {**second, "storageType": "p", "pathOrInlineDv": f"file://{absolute}"},
+            table.inline_deletion_vector([5]),
+        ],
+    )
     table.commit("WRITE", {"add": table.data_file("f3.parquet", pa.table({"id": pa.array([100, 101], pa.int64())}))})
 
 
@@ -58,9 +67,14 @@ def test_deletion_vectors_hide_their_rows_from_the_snapshot_and_from_reread_file
 
     assert ids(drain(spark, table, tmp_path / "snapshot")) == live
     everything = list(range(30))
-    assert ids(drain(spark, table, tmp_path / "skip", startingVersion=1, skipChangeCommits="true")) == everything + [100, 101]
+    assert ids(drain(spark, table, tmp_path / "skip", startingVersion=1, skipChangeCommits="true")) == everything + [
+        100,
+        101,
+    ]
     reread = drain(spark, table, tmp_path / "changes", startingVersion=1, ignoreChanges="true")
-    assert ids(reread) == sorted(everything + live), "ignoreChanges re-reads the files of version 2, without their deleted rows"
+    assert ids(reread) == sorted(everything + live), (
+        "ignoreChanges re-reads the files of version 2, without their deleted rows"
+    )
     with pytest.raises(StreamingQueryException) as stopped:
         drain(spark, table, tmp_path / "default", startingVersion=1)
     assert "at version 2 (DELETE, rewrite)" in refusal_line(str(stopped.value))
@@ -75,11 +89,13 @@ def test_a_column_mapped_table_streams_with_its_logical_names(spark, tmp_path, m
     item = pa.struct([("x", pa.int64()), ("y", pa.string())])
 
     def rows(start: int, part: str) -> pa.Table:
-        return pa.table({
-            "id": pa.array([start, start + 1], pa.int64()),
-            "part": [part, part],
-            "item": pa.array([{"x": start, "y": "a"}, None], item),
-        })
+        return pa.table(
+            {
+                "id": pa.array([start, start + 1], pa.int64()),
+                "part": [part, part],
+                "item": pa.array([{"x": start, "y": "a"}, None], item),
+            }
+        )
 
     write_deltalake(str(table), rows(0, "a b"), partition_by=["part"], configuration={"delta.columnMapping.mode": mode})
     write_deltalake(str(table), rows(10, "c"), mode="append")
@@ -103,7 +119,9 @@ def test_timestamps_without_time_zone_stream_as_spark_timestamp_ntz(spark, tmp_p
 @pytest.mark.parametrize("kind", ["classic", "v2"])
 def test_a_stream_reads_a_table_whose_early_commits_only_a_checkpoint_holds(spark, tmp_path, kind):
     table = tmp_path / "t"
-    write_deltalake(str(table), pa.table({"id": [0, 1]}), configuration={"delta.logRetentionDuration": "interval 0 seconds"})
+    write_deltalake(
+        str(table), pa.table({"id": [0, 1]}), configuration={"delta.logRetentionDuration": "interval 0 seconds"}
+    )
     if kind == "v2":
         DeltaTable(str(table)).alter.add_feature(TableFeatures.V2Checkpoint, allow_protocol_versions_increase=True)
     for start in (10, 20):
@@ -118,7 +136,9 @@ def test_a_stream_reads_a_table_whose_early_commits_only_a_checkpoint_holds(spar
     assert f"{0:020d}.json" not in log and f"{checkpoint_version:020d}.checkpoint.parquet" in log
     assert ("v2Checkpoint" in (DeltaTable(str(table)).protocol().reader_features or ())) == (kind == "v2")
 
-    assert ids(drain(spark, table, tmp_path / "snapshot")) == ids(scanned(table)) == [0, 1, 10, 11, 20, 21, 30, 31, 40, 41]
+    assert (
+        ids(drain(spark, table, tmp_path / "snapshot")) == ids(scanned(table)) == [0, 1, 10, 11, 20, 21, 30, 31, 40, 41]
+    )
     later = drain(spark, table, tmp_path / "later", startingVersion=checkpoint_version + 1)
     assert ids(later) == [30, 31, 40, 41]
 
@@ -133,9 +153,14 @@ def appended(table: Path, values: list[int]) -> int:
 
 @pytest.mark.parametrize(
     "operation, kind, option",
-    [("DELETE", "delete", "skipChangeCommits=true (or ignoreDeletes=true)"), ("UPDATE", "rewrite", "skipChangeCommits=true")],
+    [
+        ("DELETE", "delete", "skipChangeCommits=true (or ignoreDeletes=true)"),
+        ("UPDATE", "rewrite", "skipChangeCommits=true"),
+    ],
 )
-def test_by_default_a_running_stream_stops_at_a_commit_that_deletes_or_rewrites(spark, tmp_path, operation, kind, option):
+def test_by_default_a_running_stream_stops_at_a_commit_that_deletes_or_rewrites(
+    spark, tmp_path, operation, kind, option
+):
     table = tmp_path / "t"
     appended(table, [0, 1])
     appended(table, [10, 11])
@@ -168,7 +193,9 @@ def test_skip_change_commits_skips_delete_update_merge_and_overwrite_with_the_ro
         changes = pa.table({"id": [0, 7], "v": ["merged", "inserted"]})
         (
             dt.merge(changes, predicate="t.id = s.id", source_alias="s", target_alias="t")
-            .when_matched_update_all().when_not_matched_insert_all().execute()
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
         )
         write_deltalake(str(table), pa.table({"id": [50], "v": ["overwritten"]}), mode="overwrite")
         appended(table, [60, 61])
@@ -176,7 +203,13 @@ def test_skip_change_commits_skips_delete_update_merge_and_overwrite_with_the_ro
         assert stream.query.isActive
     finally:
         stream.stop()
-    assert [h["operation"] for h in DeltaTable(str(table)).history()][:5] == ["WRITE", "WRITE", "MERGE", "UPDATE", "DELETE"]
+    assert [h["operation"] for h in DeltaTable(str(table)).history()][:5] == [
+        "WRITE",
+        "WRITE",
+        "MERGE",
+        "UPDATE",
+        "DELETE",
+    ]
 
 
 def test_ignore_deletes_skips_a_pure_delete_and_stops_at_a_rewrite(spark, tmp_path):
@@ -216,7 +249,9 @@ def test_a_reader_feature_the_source_cannot_read_is_refused_when_the_stream_is_d
         query = (
             source(spark, table.root, schema="id long")
             .writeStream.foreachBatch(lambda df, batch_id: batches.append(batch_id))
-            .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
         )
         try:
             query.awaitTermination(60)
@@ -231,9 +266,17 @@ def test_a_table_upgraded_to_such_a_feature_stops_a_running_stream_with_the_same
     stream = RunningStream(spark, table.root, tmp_path / "ck")
     try:
         stream.wait_for([1])
-        table.commit("UPGRADE", {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                                              "readerFeatures": ["deletionVectors", "madeUpFeature"],
-                                              "writerFeatures": ["deletionVectors", "madeUpFeature"]}})
+        table.commit(
+            "UPGRADE",
+            {
+                "protocol": {
+                    "minReaderVersion": 3,
+                    "minWriterVersion": 7,
+                    "readerFeatures": ["deletionVectors", "madeUpFeature"],
+                    "writerFeatures": ["deletionVectors", "madeUpFeature"],
+                }
+            },
+        )
         line = refusal_line(stream.failure())
     finally:
         stream.stop()

@@ -19,9 +19,11 @@ from deltalake import DeltaTable
 from ports import free_port
 from waiting import wait_until
 
-from pipeline.demo import DemoOptions
-from pipeline.exceptions import DemoError
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.demo import DemoOptions
+from streamops.pipeline.exceptions import DemoError
+
+pytestmark = pytest.mark.e2e
 
 URL_LINE = re.compile(r"^\s+(console|metrics)\s+(http://\S+)$")
 
@@ -33,9 +35,23 @@ class Demo:
         self.console_port, self.metrics_port = free_port(), free_port()
         self.stderr = open(workdir.parent / f"{workdir.name}.stderr", "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamops", "demo", "--workdir", str(workdir), "--rate", "200",
-             "--event-types", "8", "--console-port", str(self.console_port),
-             "--metrics-port", str(self.metrics_port), *args],
+            [
+                sys.executable,
+                "-m",
+                "streamops",
+                "demo",
+                "--workdir",
+                str(workdir),
+                "--rate",
+                "200",
+                "--event-types",
+                "8",
+                "--console-port",
+                str(self.console_port),
+                "--metrics-port",
+                str(self.metrics_port),
+                *args,
+            ],
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             text=True,
@@ -124,8 +140,9 @@ def test_demo_serves_console_and_metrics_until_ctrl_c_stops_everything_and_exits
     finally:
         code = demo.finish(timeout=120)
     assert code == 0, demo.lines
-    assert re.search(r"^streamops demo stopped after \d+s: \d+ lines in \d+ files, [1-9]\d* bronze rows",
-                     "\n".join(demo.lines), re.M)
+    assert re.search(
+        r"^streamops demo stopped after \d+s: \d+ lines in \d+ files, [1-9]\d* bronze rows", "\n".join(demo.lines), re.M
+    )
     assert port_closed(demo.console_port) and port_closed(demo.metrics_port)
     wait_until(lambda: group_ended(demo.process.pid), 10, "every process of the demo to end")
     assert_lake_has_data(LakeLayout.at(tmp_path / "demo" / "lake"))

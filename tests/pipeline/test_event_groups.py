@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from deltalake import write_deltalake
 
-from pipeline.registry.event_groups import (
+from streamops.pipeline.registry.event_groups import (
     EventGroupsReader,
     assign_groups,
     assignment_rows,
@@ -19,7 +19,11 @@ from pipeline.registry.event_groups import (
 
 def test_groups_fill_in_registry_order_and_a_full_fleet_opens_a_new_group():
     assert assign_groups({}, ["a", "b", "c", "d", "e"], types_per_group=2) == {
-        "a": "g0001", "b": "g0001", "c": "g0002", "d": "g0002", "e": "g0003",
+        "a": "g0001",
+        "b": "g0001",
+        "c": "g0002",
+        "d": "g0002",
+        "e": "g0003",
     }
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from small_landing import event, write_events
 
-from pipeline.bronze.bronze_stream import BronzeBatchWriter
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.pipeline_events import Unmonitored
-from pipeline.silver import silver_stream
-from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
-from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.silver import silver_stream
+from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 
 class CompilationsPerBatch:
@@ -42,7 +42,11 @@ class CompilationsPerBatch:
 def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatch):
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     for n in range(4):
-        write_events(landing, f"{n}.ndjson", [event(t, n * 10 + i, score=i, player={"id": i}) for t in ("a", "b") for i in range(5)] + ["[]"])
+        write_events(
+            landing,
+            f"{n}.ndjson",
+            [event(t, n * 10 + i, score=i, player={"id": i}) for t in ("a", "b") for i in range(5)] + ["[]"],
+        )
     counted = CompilationsPerBatch(spark)
     bronze_call, silver_write = BronzeBatchWriter.__call__, SilverGroupWriter.write
 

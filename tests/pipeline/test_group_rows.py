@@ -8,10 +8,10 @@ from delta_streams import drain, drain_batches
 from deltalake import write_deltalake
 from pyspark.errors import StreamingQueryException
 
-from pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
-from pipeline.registry.event_groups import assignment_rows, ensure_table
-from pipeline.silver.group_rows import group_row_filter
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
+from streamops.pipeline.registry.event_groups import assignment_rows, ensure_table
+from streamops.pipeline.silver.group_rows import group_row_filter
 
 
 def _bronze_like(table, types: list[str | None]) -> None:
@@ -39,7 +39,9 @@ def test_a_row_filter_that_names_no_function_stops_the_stream_with_one_line(spar
     table = tmp_path / "bronze"
     _bronze_like(table, ["a"])
     with pytest.raises(StreamingQueryException) as failure:
-        drain_batches(spark, table, tmp_path / "ck", lambda df, _: df.collect(), **{ROW_FILTER_OPTION: "no_such_module:rows"})
+        drain_batches(
+            spark, table, tmp_path / "ck", lambda df, _: df.collect(), **{ROW_FILTER_OPTION: "no_such_module:rows"}
+        )
     assert "rowFilter `no_such_module:rows` names no function" in str(failure.value)
 
 

@@ -8,12 +8,15 @@ import json
 import subprocess
 import sys
 
+import pytest
 from deltalake import DeltaTable
+from hostile_lines import landing_lines
 from hypothesis import HealthCheck, given, settings
 
-from hostile_lines import landing_lines
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+
+pytestmark = pytest.mark.e2e
 
 
 def drawn_lines(count: int) -> list[bytes]:
@@ -21,7 +24,9 @@ def drawn_lines(count: int) -> list[bytes]:
     at a carriage return, so `\\r` becomes a space to keep one line one record."""
     lines: list[bytes] = []
 
-    @settings(max_examples=count, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     @given(landing_lines)
     def collect(line: bytes) -> None:
         lines.append(line.replace(b"\r", b" "))
@@ -35,12 +40,26 @@ def test_hostile_landing_is_fully_accounted_for(tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
     for number, start in enumerate(range(0, len(lines), 100)):
-        (landing / f"part-{number:03d}.ndjson").write_bytes(b"".join(line + b"\n" for line in lines[start : start + 100]))
+        (landing / f"part-{number:03d}.ndjson").write_bytes(
+            b"".join(line + b"\n" for line in lines[start : start + 100])
+        )
     lake = LakeLayout.at(tmp_path / "lake")
     run = subprocess.run(
-        [sys.executable, "-m", "streamops", "run", "--lake", str(lake.root), "--landing", str(landing),
-         "--until-idle", "--json"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "streamops",
+            "run",
+            "--lake",
+            str(lake.root),
+            "--landing",
+            str(landing),
+            "--until-idle",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout)

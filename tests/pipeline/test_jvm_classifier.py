@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline.bronze import jvm_classifier
-from pipeline.bronze.bronze_classifier import BatchClassifier
-from pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from streamops.pipeline.bronze import jvm_classifier
+from streamops.pipeline.bronze.bronze_classifier import BatchClassifier
+from streamops.pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
 
 COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason", "payload"]
 
@@ -44,7 +44,7 @@ EDGE_CASES = [
     b'{"x":' + b"[" * 40 + b"]" * 40 + b"}",
     b'{"event_type":"a","blob":"' + b"x" * (MAX_RECORD_BYTES - 30) + b'"}',
     b'\xef\xbb\xbf{"event_type":"bom","n":1}',
-    b'\xef\xbb\xbf',
+    b"\xef\xbb\xbf",
     b'{"event_type":"a","s":"\xef\xbb\xbf"}',
     b'{"event_type":"a",\xef\xbb\xbf"s":1}',
     b'{"event_type":"a","s":"\\ud800"}',
@@ -129,11 +129,13 @@ def test_the_jdk_builds_the_classifier_here(spark):
 def classified_alike(spark, corpus: list[bytes]) -> pa.Table:
     """The JVM classifier's rows for `corpus`, after checking they say what Python's say."""
     lines = spark.createDataFrame(
-        pa.table({
-            "value": pa.array(corpus, pa.binary()),
-            "source_file": pa.array(["f"] * len(corpus)),
-            "source_mtime": pa.nulls(len(corpus), pa.timestamp("us", tz="UTC")),
-        })
+        pa.table(
+            {
+                "value": pa.array(corpus, pa.binary()),
+                "source_file": pa.array(["f"] * len(corpus)),
+                "source_mtime": pa.nulls(len(corpus), pa.timestamp("us", tz="UTC")),
+            }
+        )
     )
     jvm = classify_lines(spark, lines, BronzeSettings(Path("."), classifier="jvm")).toArrow()
     python = BatchClassifier().classify(
@@ -163,18 +165,29 @@ def mutated(lines: list[bytes], seed: int) -> list[bytes]:
         if not line:
             continue
         at = rng.randrange(len(line))
-        byte = MUTATION_BYTES[rng.randrange(len(MUTATION_BYTES)):][:1]
+        byte = MUTATION_BYTES[rng.randrange(len(MUTATION_BYTES)) :][:1]
         how = rng.randrange(3)
-        out.append(line[:at] + (b"" if how == 0 else byte) + line[at + (how != 1):])
+        out.append(line[:at] + (b"" if how == 0 else byte) + line[at + (how != 1) :])
     return out
 
 
 def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
     jvm = classified_alike(spark, corpus)
     reasons = set(jvm.column("quarantine_reason").to_pylist())
-    assert {"malformed_json", "invalid_utf8", "too_deep", "too_large", "not_an_object",
-            "missing_event_type", "invalid_event_type", "empty_line", "number_out_of_range",
-            "duplicate_key", "unusable_key", None} <= reasons
+    assert {
+        "malformed_json",
+        "invalid_utf8",
+        "too_deep",
+        "too_large",
+        "not_an_object",
+        "missing_event_type",
+        "invalid_event_type",
+        "empty_line",
+        "number_out_of_range",
+        "duplicate_key",
+        "unusable_key",
+        None,
+    } <= reasons
 
 
 def test_jvm_and_python_classifiers_agree_on_lines_one_byte_from_good_ones(spark, corpus):

@@ -10,21 +10,21 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
+from hostile_lines import hostile_lines, landing_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile_lines import hostile_lines, landing_lines
-from pipeline.bronze.bronze_classifier import judge_line, strip_bom
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.pipeline_events import Unmonitored
-from pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
-from pipeline.registry.schema_registry import NewVariation, SchemaRegistry
-from pipeline.registry.schema_variation import variation_paths
-from pipeline.silver.silver_schemas import silver_schemas
-from pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
-from pipeline.bronze.strict_json import loads
-from streamops.commit_metadata import BatchCommitInfo
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.bronze.bronze_classifier import judge_line, strip_bom
+from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from streamops.pipeline.bronze.strict_json import loads
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_registry import NewVariation, SchemaRegistry
+from streamops.pipeline.registry.schema_variation import variation_paths
+from streamops.pipeline.silver.silver_schemas import silver_schemas
+from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
 
 FIELDS = ("event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason")
 PROPERTY_SETTINGS = settings(
@@ -98,5 +98,8 @@ def test_every_accepted_line_reaches_silver_or_is_quarantined_with_a_reason(spar
     assert result.quarantined == 0, "unfit fields are rescued, nothing is unprocessable"
     assert result.rows_by_type == dict(Counter(v.event_type for v in accepted))
     unfit = Counter(v.event_type for v in accepted if v.schema_hash in schemas[v.event_type].unfit)
-    assert sum(a.rows_affected for a in result.alerts if a.field == min(
-        c.path for c in schemas[a.event_type].unfit[a.variation_hash])) == sum(unfit.values())
+    assert sum(
+        a.rows_affected
+        for a in result.alerts
+        if a.field == min(c.path for c in schemas[a.event_type].unfit[a.variation_hash])
+    ) == sum(unfit.values())

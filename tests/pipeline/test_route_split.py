@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pipeline.delta_connector.lake_sink import split_routes
-from pipeline.delta_connector.write_plan import ROUTE_COLUMN
-from pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.delta_connector.lake_sink import split_routes
+from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN
+from streamops.pipeline.exceptions import PipelineConfigError
 
 
 def batch(routes: list[str | None]) -> pa.Table:

@@ -1,4 +1,4 @@
-from pipeline.registry.schema_compat import evolve, promote, prune, unfit, without
+from streamops.pipeline.registry.schema_compat import evolve, promote, prune, unfit, without
 
 
 def struct(*fields):
@@ -78,7 +78,10 @@ def test_array_element_widening_and_incompatible_beats_widened():
 
 
 def test_a_struct_that_becomes_a_number_is_incompatible_not_an_error():
-    struct = {"type": "struct", "fields": [{"name": "a", "type": {"type": "struct", "fields": []}, "nullable": True, "metadata": {}}]}
+    struct = {
+        "type": "struct",
+        "fields": [{"name": "a", "type": {"type": "struct", "fields": []}, "nullable": True, "metadata": {}}],
+    }
     number = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
     assert evolve(struct, number).kind == "incompatible"
     assert evolve(number, struct).kind == "incompatible"

@@ -1,7 +1,7 @@
 import pytest
 
-from pipeline.registry.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
-from pipeline.bronze.strict_json import loads, structural_depth
+from streamops.pipeline.bronze.strict_json import loads, structural_depth
+from streamops.pipeline.registry.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
 
 
 def sig(text: str) -> str:
@@ -50,8 +50,8 @@ def test_new_nested_attribute_is_a_new_variation():
         ('{"a":"[[[{{{"}', 0),
         ('{"a":"\\"[[["}', 0),
         ('{"a":"unterminated [[[', 0),
-        ('42', -1),
-        ('}}{{', -1),
+        ("42", -1),
+        ("}}{{", -1),
     ],
 )
 def test_structural_depth_counts_brackets_outside_strings(text, depth):

@@ -13,21 +13,21 @@ from deltalake import DeltaTable
 from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
-from pipeline.silver.column_names import NESTED_SEPARATOR
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.lake_summary import summarize_lake
-from pipeline.pipeline_events import Unmonitored
-from pipeline.registry.schema_compat import field_type
-from pipeline.registry.schema_registry import SchemaRegistry
-from pipeline.silver.silver_schemas import silver_schemas
-from pipeline.silver.silver_stream import SilverSettings
-from pipeline.supervisor import PipelineSettings, Supervisor
-from streamops import commit_metadata
 from streamops.cli import main
-from streamops.delta_read import read_delta
+from streamops.delta import commit_metadata
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.lake_summary import summarize_lake
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_compat import field_type
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.silver.column_names import NESTED_SEPARATOR
+from streamops.pipeline.silver.silver_schemas import silver_schemas
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 STAGE_TO_CHANGE_KIND = {
     "base": "new_event_type",
@@ -58,7 +58,9 @@ def drained(spark, tmp_path_factory):
     """A drifting run generated once, drained through bronze and silver with --until-idle."""
     root = tmp_path_factory.mktemp("drained")
     manifest = generate(
-        GeneratorSettings(out=root / "landing", events=4000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=500)
+        GeneratorSettings(
+            out=root / "landing", events=4000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=500
+        )
     )
     lake = LakeLayout.at(root / "lake")
     report = supervisor(spark, lake, root / "landing", types_per_group=4).run_until_idle()
@@ -89,7 +91,9 @@ def test_registry_has_one_row_per_variation_with_the_drift_kind(drained):
     for event_type, expected in manifest["event_types"].items():
         rows = sorted((r for r in registry if r["event_type"] == event_type), key=lambda r: r["seen_order"])
         assert [sorted(r["variation_paths"]) for r in rows] == [v["paths"] for v in expected["variations"]]
-        assert [r["change_kind"] for r in rows] == [STAGE_TO_CHANGE_KIND.get(v["stage"], "new_event_type") for v in expected["variations"]]
+        assert [r["change_kind"] for r in rows] == [
+            STAGE_TO_CHANGE_KIND.get(v["stage"], "new_event_type") for v in expected["variations"]
+        ]
 
 
 def column_name(path: str) -> str:
@@ -165,7 +169,9 @@ def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_pat
     try:
         wait_until(lambda: silver_count(lake, "a") == 5 and silver_count(lake, "b") == 3, 90, "silver a and b", 0.5)
         bronze_query = running.supervised["bronze"].query
-        write_events(landing, "2.ndjson", [event("c", i, flag=True) for i in range(4)] + [event("a", 9, n=9, extra="e")])
+        write_events(
+            landing, "2.ndjson", [event("c", i, flag=True) for i in range(4)] + [event("a", 9, n=9, extra="e")]
+        )
         wait_until(lambda: silver_count(lake, "c") == 4 and silver_count(lake, "a") == 6, 90, "the new type c", 0.5)
         assert running.supervised["bronze"].query is bronze_query, "bronze was not restarted"
         assert "silver_g0002" in running.supervised, "c went to a new group, served by a new query"
@@ -199,7 +205,10 @@ def test_quarantine_policy_quarantines_the_rows_a_table_cannot_hold(spark, tmp_p
     assert sorted(r["event_id"] for r in table_rows(lake.silver("a"))) == ["a-0"]
     quarantine = table_rows(lake.bronze_quarantine)
     quarantined = sorted((r["reason"], r["detail"]) for r in quarantine)
-    assert quarantined == [("incompatible_type", "level: long -> string"), ("incompatible_type", "score: long -> double")]
+    assert quarantined == [
+        ("incompatible_type", "level: long -> string"),
+        ("incompatible_type", "score: long -> double"),
+    ]
     assert {(r["stream"], r["batch_id"]) for r in quarantine} == {("silver_a", 0)}
     assert all(r["raw_bytes"] == r["raw_text"].encode() for r in quarantine), "the payload's bytes, as read"
     assert {a["action"] for a in table_rows(lake.schema_alerts)} == {"quarantined"}
@@ -216,7 +225,19 @@ def test_promoting_a_column_moves_its_rescued_values_back_and_keeps_the_wider_ty
     copy = LakeLayout.at(tmp_path / "lake")
     shutil.copytree(lake.root, copy.root)
     before = {r["event_id"]: r for r in table_rows(copy.silver(event_type))}
-    command = ["lake", "promote", "--lake", str(copy.root), "--event-type", event_type, "--field", metric, "--to", "double", "--json"]
+    command = [
+        "lake",
+        "promote",
+        "--lake",
+        str(copy.root),
+        "--event-type",
+        event_type,
+        "--field",
+        metric,
+        "--to",
+        "double",
+        "--json",
+    ]
 
     assert main(command) == 0
     assert json.loads(capsys.readouterr().out)["applied"] is False
@@ -231,12 +252,16 @@ def test_promoting_a_column_moves_its_rescued_values_back_and_keeps_the_wider_ty
     for event_id, row in after.items():
         old = before[event_id]
         expected = json.loads(old["_rescued_data"])[metric] if event_id in rescued else old[metric]
-        assert row[metric] == (None if expected is None else float(expected)) and isinstance(row[metric], (float, type(None)))
+        assert row[metric] == (None if expected is None else float(expected)) and isinstance(
+            row[metric], (float, type(None))
+        )
         assert row["_rescued_data"] is None or metric not in json.loads(row["_rescued_data"])
 
     registry = SchemaRegistry.load(copy.schema_registry)
     assert field_type(registry.applied_schema(event_type), metric) == "double"
-    assert not any(c.path == metric for cs in silver_schemas(registry, [event_type])[event_type].unfit.values() for c in cs)
+    assert not any(
+        c.path == metric for cs in silver_schemas(registry, [event_type])[event_type].unfit.values() for c in cs
+    )
 
     assert main([*command, "--yes"]) == 0, "a second run finds the work done"
     again = json.loads(capsys.readouterr().out)

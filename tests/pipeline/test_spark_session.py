@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from pipeline.exceptions import JavaNotFoundError
-from pipeline.spark_session import ensure_java
+from streamops.pipeline.exceptions import JavaNotFoundError
+from streamops.pipeline.spark_session import ensure_java
 
 
 def test_missing_java_is_a_one_line_error(monkeypatch, tmp_path):
@@ -20,8 +20,21 @@ def test_cli_reports_missing_java_in_one_line_without_a_traceback(tmp_path):
     landing.mkdir()
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
     result = subprocess.run(
-        [sys.executable, "-m", "streamops", "run", "--lake", str(tmp_path / "lake"), "--landing", str(landing), "--until-idle"],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "streamops",
+            "run",
+            "--lake",
+            str(tmp_path / "lake"),
+            "--landing",
+            str(landing),
+            "--until-idle",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from pipeline.sql_literals import is_in, string_literal
+from streamops.pipeline.sql_literals import is_in, string_literal
 
-AWKWARD = ["plain", "it's", "back\\slash", "nul\x00inside", "tab\tand\nnewline", "\x7f", "quote\"d", "ünï\U0001f600", ""]
+AWKWARD = ["plain", "it's", "back\\slash", "nul\x00inside", "tab\tand\nnewline", "\x7f", 'quote"d', "ünï\U0001f600", ""]
 
 
 def test_every_value_reads_back_as_written(spark):

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import psutil
 import pytest
+from spark_event_log import event_log_conf_dir, task_result_bytes
+from standalone_cluster import StandaloneCluster
 
-from pipeline.generator.run import generate
-from pipeline.generator.settings import GeneratorSettings
-from pipeline.spark_event_log import event_log_conf_dir, task_result_bytes
-from pipeline.standalone_cluster import StandaloneCluster
-from streamops.delta_read import read_delta
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+
+pytestmark = [pytest.mark.e2e, pytest.mark.services]
 
 SMALL_LINES = 15_000
 PYTHON_GROWTH_LIMIT_MB = 40
@@ -47,8 +49,22 @@ def run_on_cluster(cluster: StandaloneCluster, root: Path, lines: int) -> tuple[
     landing, lake = root / "landing", LakeLayout.at(root / "lake")
     manifest = generate(GeneratorSettings(out=landing, events=lines, event_types=20, drift=0.5, bad=0.01, seed=5))
     conf_dir, events = event_log_conf_dir(root)
-    command = [sys.executable, "-m", "streamops", "run", "--lake", str(lake.root), "--landing", str(landing),
-               "--master", cluster.master_url, "--until-idle", "--max-files-per-trigger", "1000", "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "streamops",
+        "run",
+        "--lake",
+        str(lake.root),
+        "--landing",
+        str(landing),
+        "--master",
+        cluster.master_url,
+        "--until-idle",
+        "--max-files-per-trigger",
+        "1000",
+        "--json",
+    ]
     environment = {**os.environ, "SPARK_CONF_DIR": str(conf_dir)}
     driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     peak = [0.0]

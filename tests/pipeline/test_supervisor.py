@@ -16,21 +16,26 @@ import pytest
 from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
-from pipeline.delta_connector.connector import EmbeddedDelta
-from pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
-from pipeline.pipeline_events import Unmonitored
-from pipeline.query_restarts import MAX_BACKOFF_SECONDS, QueryRestarts, backoff_seconds
-from pipeline.silver.silver_stream import SilverSettings
-from pipeline.supervisor import PipelineSettings, Supervisor
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.query_restarts import MAX_BACKOFF_SECONDS, QueryRestarts, backoff_seconds
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 BACKOFF_LINE = re.compile(r"restarting in (\d+)s$")
 
 
 def rate_query(spark, name: str, batch: Callable[[object, int], None]):
     return (
-        spark.readStream.format("rate").option("rowsPerSecond", 5).load()
-        .writeStream.queryName(name).foreachBatch(batch).trigger(processingTime="0.2 seconds").start()
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 5)
+        .load()
+        .writeStream.queryName(name)
+        .foreachBatch(batch)
+        .trigger(processingTime="0.2 seconds")
+        .start()
     )
 
 
@@ -151,7 +156,9 @@ def test_run_for_holds_a_fail_group_stop_while_the_other_groups_go_on(spark, tmp
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_events(landing, "1.ndjson", [event("a", 0, level=1), event("b", 0, level=1)])
     settings = PipelineSettings(
-        lake=lake, landing=landing, trigger_seconds=0.5,
+        lake=lake,
+        landing=landing,
+        trigger_seconds=0.5,
         silver=SilverSettings(types_per_group=1, on_incompatible="fail_group"),
     )
     lines: list[str] = []
@@ -161,8 +168,11 @@ def test_run_for_holds_a_fail_group_stop_while_the_other_groups_go_on(spark, tmp
     try:
         wait_until(lambda: silver_count(lake, "a") == 1 and silver_count(lake, "b") == 1, 120, "a and b in silver")
         write_events(landing, "2.ndjson", [event("a", 1, level="L1"), event("b", 1, level=2)])
-        wait_until(lambda: any(line.startswith("silver_a stopped (on_incompatible=fail_group)") for line in lines),
-                   120, "silver_a to stop on the incompatible change")
+        wait_until(
+            lambda: any(line.startswith("silver_a stopped (on_incompatible=fail_group)") for line in lines),
+            120,
+            "silver_a to stop on the incompatible change",
+        )
         write_events(landing, "3.ndjson", [event("a", 2, level=3), event("b", 2, level=3)])
         wait_until(lambda: silver_count(lake, "b") == 3, 120, "silver_b to go on")
         held = supervisor.supervised["silver_a"]
@@ -179,8 +189,13 @@ def test_run_for_holds_a_fail_group_stop_while_the_other_groups_go_on(spark, tmp
 def test_a_damaged_table_stops_the_stream_with_one_line_and_is_retried_with_backoff(spark, tmp_path):
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_events(landing, "a.ndjson", [event("click", i, n=i) for i in range(5)])
-    settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=0.5, silver=SilverSettings(max_files_per_trigger=5))
-    assert Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle().failures == {}
+    settings = PipelineSettings(
+        lake=lake, landing=landing, trigger_seconds=0.5, silver=SilverSettings(max_files_per_trigger=5)
+    )
+    assert (
+        Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle().failures
+        == {}
+    )
 
     newest = max((lake.bronze_events.local_path / "_delta_log").glob("*.json"))
     newest.write_text("not a delta commit\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.console import APP_PATH, LAKE_ENV
+from streamops.dashboards.console import APP_PATH, LAKE_ENV
 from streamops.lake_layout import LakeLayout
 
 

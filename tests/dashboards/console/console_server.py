@@ -91,8 +91,12 @@ READY_SELECTORS = (
 
 
 def render_in_chromium(
-    url: str, wait_for_text: str, user_data_dir: Path, screenshot: Path | None = None,
-    viewport: tuple[int, int] = (1600, 1800), timeout_s: float = 90,
+    url: str,
+    wait_for_text: str,
+    user_data_dir: Path,
+    screenshot: Path | None = None,
+    viewport: tuple[int, int] = (1600, 1800),
+    timeout_s: float = 90,
     ready_selectors: tuple[str, ...] = READY_SELECTORS,
     charts_dir: Path | None = None,
 ) -> RenderedPage:

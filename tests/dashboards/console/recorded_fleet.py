@@ -13,11 +13,12 @@ import json
 import time
 from pathlib import Path
 
-from monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
-from monitor.progress_log import ProgressLog, row_of
-from monitor.source_backlog import BacklogReading
-from streamops.backlog import Backlog
+from streamops.delta.backlog import Backlog
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import row_of
+from streamops.monitor.source_backlog import BacklogReading
 
 FIXTURES = Path(__file__).resolve().parents[2] / "monitor" / "fixtures"
 BATCHES = 12
@@ -62,8 +63,15 @@ def _stream_rows(index: int, template: dict, terminated: dict, now: float) -> li
         started = first + 5 * batch
         data = copy.deepcopy(template)
         rows_read = 0 if status == "idle" and batch == BATCHES - 1 else 200 + index % 7 * 50
-        data.update(id=query_id, runId=run_id, name=name, batchId=batch, timestamp=_iso(started),
-                    numInputRows=rows_read, batchDuration=600)
+        data.update(
+            id=query_id,
+            runId=run_id,
+            name=name,
+            batchId=batch,
+            timestamp=_iso(started),
+            numInputRows=rows_read,
+            batchDuration=600,
+        )
         data["durationMs"] = dict(data["durationMs"], triggerExecution=600, addBatch=480 + index % 5 * 20)
         # lagging: processed more slowly than rows arrive (the rate rule); files keep growing
         data["processedRowsPerSecond"] = 20.0 if status == "lagging" else 400.0 + index % 9 * 30

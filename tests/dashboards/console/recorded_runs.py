@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from monitor.progress_event import QueryProgress, parse_event
-from monitor.progress_log import ProgressLog, row_of
-from monitor.source_backlog import SourceBacklog
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.progress_event import QueryProgress, parse_event
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import row_of
+from streamops.monitor.source_backlog import SourceBacklog
 
 FIXTURES = Path(__file__).resolve().parents[2] / "monitor" / "fixtures"
 RECORDED_RUNS = {"orders_enriched": "sequence_kafka_lagging.jsonl", "window_rocksdb": "sequence_window_rocksdb.jsonl"}

@@ -6,13 +6,16 @@ from __future__ import annotations
 import collections
 
 import psutil
+import pytest
 from console_server import CHART, render_in_chromium, running_console, wait_for_http
 from PIL import Image
 from recorded_fleet import write_recorded_fleet
 from recorded_runs import write_recorded_runs
 
-from monitor.fleet_status import fleet_status
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet_status import fleet_status
+
+pytestmark = pytest.mark.services
 
 STREAMS = 300
 
@@ -26,8 +29,11 @@ def test_fleet_view_of_300_streams_in_chromium(tmp_path):
     first_failed = next(row for row in truth if row.status == "failed")
 
     with running_console(lake.root, tmp_path / "console.log") as server:
-        listening = [c.laddr for c in psutil.net_connections("tcp") if c.status == "LISTEN"
-                     and c.laddr.port == int(server.url.rsplit(":", 1)[1])]
+        listening = [
+            c.laddr
+            for c in psutil.net_connections("tcp")
+            if c.status == "LISTEN" and c.laddr.port == int(server.url.rsplit(":", 1)[1])
+        ]
         assert [address.ip for address in listening] == ["127.0.0.1"], "binds loopback only"
         assert b"<title>" in wait_for_http(server.url + "/", 10)
         shot = tmp_path / "fleet.png"
@@ -56,9 +62,7 @@ def coloured_rows(shot) -> int:
     plot = image.crop((0, 0, width, int(height * 0.6)))
     pixels = plot.load()
     return sum(
-        1
-        for y in range(plot.size[1])
-        if any(max(pixels[x, y]) - min(pixels[x, y]) > 60 for x in range(plot.size[0]))
+        1 for y in range(plot.size[1]) if any(max(pixels[x, y]) - min(pixels[x, y]) > 60 for x in range(plot.size[0]))
     )
 
 

@@ -6,8 +6,8 @@ import socket
 import subprocess
 import sys
 
-from dashboards.cli import console_command
-from dashboards.console import APP_PATH
+from streamops.cli.console import console_command
+from streamops.dashboards.console import APP_PATH
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -50,9 +50,10 @@ def test_the_console_imports_neither_the_pipeline_nor_spark():
     views = ["fleet_view", "stream_view", "schema_view", "quarantine_view", "groups_view"]
     code = (
         "import sys\n"
-        + "".join(f"import dashboards.console.{v}\n" for v in views)
-        + "import dashboards.cli\n"
-        + "print(sorted({m.split('.')[0] for m in sys.modules} & {'pipeline', 'pyspark', 'py4j'}))"
+        + "".join(f"import streamops.dashboards.console.{v}\n" for v in views)
+        + "import streamops.cli.console\n"
+        + "print(sorted({m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')} "
+        + "| {m for m in sys.modules if m.startswith('streamops.pipeline')}))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -7,7 +7,7 @@ import json
 import pytest
 from recorded_fleet import intended_status, write_recorded_fleet
 
-from dashboards.console.fleet_table import (
+from streamops.dashboards.console.fleet_table import (
     FleetFilter,
     fleet_frame,
     page_count,
@@ -15,14 +15,17 @@ from dashboards.console.fleet_table import (
     sort_fleet,
     status_counts,
 )
-from dashboards.console.schema_diff import FieldChange, diff_schemas, flatten_schema
-from monitor.fleet_status import fleet_status
-from monitor.status_severity import SEVERITY
+from streamops.dashboards.console.schema_diff import FieldChange, diff_schemas, flatten_schema
 from streamops.lake_layout import LakeLayout, group_of
+from streamops.monitor.fleet_status import fleet_status
+from streamops.monitor.status_severity import SEVERITY
 
 
 def struct(**fields) -> dict:
-    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields.items()]}
+    return {
+        "type": "struct",
+        "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields.items()],
+    }
 
 
 OLD = struct(
@@ -81,7 +84,14 @@ def test_fleet_frame_keeps_fleet_status_order_and_values(thousand):
     lagging = next(r for r in rows if r.status == "lagging")
     shown = frame[frame["stream"] == lagging.stream].iloc[0]
     assert shown["backlog_files"] == lagging.backlog.files and shown["group"] == group_of(lagging.stream)
-    assert status_counts(rows) == {"failed": 100, "stalled": 100, "lagging": 100, "stopped": 100, "ok": 400, "idle": 200}
+    assert status_counts(rows) == {
+        "failed": 100,
+        "stalled": 100,
+        "lagging": 100,
+        "stopped": 100,
+        "ok": 400,
+        "idle": 200,
+    }
     assert list(status_counts(rows)) == list(SEVERITY)
 
 
@@ -117,6 +127,6 @@ def test_pages_cover_every_row_once(thousand):
 
 
 def test_text_from_the_lake_cannot_format_link_or_colour_the_page():
-    from dashboards.console.page_shell import plain
+    from streamops.dashboards.console.page_shell import plain
 
     assert plain("[x](http://a) :red[y] *b* `c`") == r"\[x\]\(http\://a\) \:red\[y\] \*b\* \`c\`"

@@ -13,11 +13,11 @@ import os
 import pytest
 from built_lake import FAILING_STREAM
 
-from dashboards.console.page_shell import plain
-from dashboards.console.schema_diff import diff_schemas
-from monitor.fleet_status import fleet_status
-from streamops.delta_read import read_delta
+from streamops.dashboards.console.page_shell import plain
+from streamops.dashboards.console.schema_diff import diff_schemas
+from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet_status import fleet_status
 
 
 def table(path) -> list[dict]:
@@ -26,17 +26,18 @@ def table(path) -> list[dict]:
 
 def texts(at) -> str:
     """Every piece of text on the page, for `in` checks."""
-    parts = [e.value for kind in ("markdown", "caption", "title", "subheader", "error", "warning", "success", "info")
-             for e in getattr(at, kind)]
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "title", "subheader", "error", "warning", "success", "info")
+        for e in getattr(at, kind)
+    ]
     parts += [e.value for e in at.get("code")]
     return "\n".join(str(p) for p in parts)
 
 
 def frame(at, *columns: str, without: str = ""):
     """The one table on the page that has all of `columns` (and not the column `without`)."""
-    matches = [
-        d.value for d in at.dataframe if set(columns) <= set(d.value.columns) and without not in d.value.columns
-    ]
+    matches = [d.value for d in at.dataframe if set(columns) <= set(d.value.columns) and without not in d.value.columns]
     assert len(matches) == 1, f"{len(matches)} tables with columns {columns} on the page"
     return matches[0]
 
@@ -118,7 +119,7 @@ def test_a_missing_lake_is_one_line(console, tmp_path):
 
 
 def test_stream_view_ties_batches_to_source_versions_and_sink_commits(console, built_lake):
-    from checkpoint_tools.correlation import correlate
+    from streamops.checkpoint_tools.correlation import correlate
 
     lake = built_lake.lake
     at = open_page(console, lake, "stream_view.py", stream="silver_g0001")
@@ -130,7 +131,9 @@ def test_stream_view_ties_batches_to_source_versions_and_sink_commits(console, b
     for _, shown in batches.iterrows():
         truth = next(b for b in expected["batches"] if b["batch_id"] == shown["batch_id"])
         versions = truth["source"]["versions"]
-        assert shown["source_versions"] == (f"{min(versions)}" if len(set(versions)) == 1 else f"{min(versions)}-{max(versions)}")
+        assert shown["source_versions"] == (
+            f"{min(versions)}" if len(set(versions)) == 1 else f"{min(versions)}-{max(versions)}"
+        )
         assert shown["source_rows"] == truth["source"]["rows"]
         for commit in truth["sink_commits"]:
             assert f"{os.path.relpath(commit['table'], lake.root)} v{commit['version']}" in shown["sink_commits"]
@@ -180,7 +183,9 @@ def test_schema_view_shows_history_diff_and_prototype_from_the_registry(console,
     at.radio(key="diff_basis").set_value("variations").run()
     diff = frame(at, "path", "change")
     expected = diff_schemas(rows[0]["variation_schema_json"], rows[1]["variation_schema_json"])
-    assert [tuple(r) for r in diff[["path", "change"]].itertuples(index=False)] == [(c.path, c.change) for c in expected]
+    assert [tuple(r) for r in diff[["path", "change"]].itertuples(index=False)] == [
+        (c.path, c.change) for c in expected
+    ]
     assert added in set(diff["path"]) and set(diff["change"]) == {"added"}
 
     prototype = json.loads(rows[-1]["prototype"])

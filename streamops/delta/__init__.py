@@ -1,0 +1,1 @@
+"""Delta Lake read without Spark: the transaction log, streaming source offsets and the files between them, data files as a stream sees them, retention, change commits, commit metadata and backlog."""
