@@ -109,7 +109,7 @@ def check(lake: LakeLayout, manifest: dict) -> dict:
     }
 
 
-def run_cycles(workdir: Path, cycles: int, rate: float, event_types: int, seed: int) -> dict:
+def run_cycles(workdir: Path, cycles: int, rate: float, event_types: int, seed: int, delta: str = "embedded") -> dict:
     rng = random.Random(seed)
     landing, lake = workdir / "landing", LakeLayout.at(workdir / "lake")
     seconds_per_cycle = 16
@@ -133,7 +133,10 @@ def run_cycles(workdir: Path, cycles: int, rate: float, event_types: int, seed: 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    run_args = ("--lake", str(lake.root), "--landing", str(landing), "--trigger", "0.5", "--types-per-group", "4")
+    run_args = (
+        "--lake", str(lake.root), "--landing", str(landing), "--trigger", "0.5", "--types-per-group", "4",
+        "--delta", delta,
+    )  # fmt: skip
     started = time.monotonic()
     kills = []
     for cycle in range(cycles):
@@ -184,10 +187,12 @@ def main() -> int:
     parser.add_argument("--event-types", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, help="keep the lake here (default: a temporary directory)")
+    parser.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="the Delta connector")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="streamops-crash-") as scratch:
         workdir = args.workdir or Path(scratch)
-        result = run_cycles(workdir, args.cycles, args.rate, args.event_types, args.seed)
+        result = run_cycles(workdir, args.cycles, args.rate, args.event_types, args.seed, args.delta)
+    result["delta"] = args.delta
     result["machine"] = machine()
     print(json.dumps(result, indent=2, sort_keys=True))
     clean = not (

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
 from streamops.delta.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
 from streamops.delta.log import Commit, DeltaLog
 from streamops.exceptions import StreamopsError
@@ -68,7 +66,7 @@ class SinkCommit:
 def batch_of(commit: Commit, identity: StreamIdentity) -> tuple[int, MatchKind, str | None] | None:
     """(batch id, how it was recognised, query id recorded) when `commit` is one of the stream's."""
     info = commit.commit_info
-    recorded = _batch_info(info)
+    recorded = BatchCommitInfo.from_commit_info(info)
     query_id = recorded.query_id if recorded else _streaming_query_id(info)
     for app_id in identity.app_ids:
         if app_id in commit.txns:
@@ -139,19 +137,6 @@ def scan_sink_commits(
         if down_to_batch is not None and match.batch_id < down_to_batch:
             break
     return found
-
-
-def _batch_info(info: Mapping[str, Any]) -> BatchCommitInfo | None:
-    recorded = BatchCommitInfo.from_commit_info(info)
-    if recorded is not None:
-        return recorded
-    user_metadata = info.get("userMetadata")
-    if isinstance(user_metadata, str) and user_metadata.startswith("{"):
-        try:
-            return BatchCommitInfo.from_commit_info(orjson.loads(user_metadata))
-        except orjson.JSONDecodeError:
-            return None
-    return None
 
 
 def _streaming_query_id(info: Mapping[str, Any]) -> str | None:

@@ -75,6 +75,7 @@ class StreamView:
     query_id: str
     run_id: str
     group: str
+    delta_connector: str
     observation: StreamObservation
     input_rows_total: int
     failures: int
@@ -119,8 +120,11 @@ class _Counters:
 
 
 class Fleet:
-    def __init__(self, policy: StatusPolicy = DEFAULT_POLICY) -> None:
+    def __init__(self, policy: StatusPolicy = DEFAULT_POLICY, delta_connector: str = "") -> None:
+        """`delta_connector`: the Delta connector the application's streams run on (`native`,
+        `embedded`), when the application says so; "" otherwise."""
         self.policy = policy
+        self.delta_connector = delta_connector
         self._lock = threading.Lock()
         self._streams: dict[str, _StreamState] = {}
         self._by_query_id: dict[str, str] = {}
@@ -259,6 +263,7 @@ class Fleet:
             query_id=state.query_id,
             run_id=state.run_id,
             group=group_of(state.stream),
+            delta_connector=self.delta_connector,
             observation=StreamObservation(
                 active=state.active,
                 exception=state.exception,

@@ -67,7 +67,15 @@ ACTIVITY_COLUMNS = [
     COLUMN.sources,
     COLUMN.source_backlogs,
 ]
-LIFECYCLE_COLUMNS = [COLUMN.event, COLUMN.stream, COLUMN.query_id, COLUMN.run_id, COLUMN.timestamp, COLUMN.exception]
+LIFECYCLE_COLUMNS = [
+    COLUMN.event,
+    COLUMN.stream,
+    COLUMN.query_id,
+    COLUMN.run_id,
+    COLUMN.timestamp,
+    COLUMN.exception,
+    COLUMN.delta_connector,
+]
 ONE_DAY = timedelta(days=1)
 
 
@@ -92,6 +100,7 @@ class StreamStatusRow:
     state_rows: int | None = None
     state_memory_bytes: int | None = None
     watermark_lag_seconds: float | None = None
+    delta_connector: str | None = None
 
     @property
     def offsets(self) -> int | None:
@@ -107,6 +116,7 @@ class StreamStatusRow:
             "reason": self.reason,
             "query_id": self.query_id,
             "run_id": self.run_id,
+            "delta_connector": self.delta_connector,
             "last_batch_id": self.last_batch_id,
             "last_batch_at": _iso(self.last_batch_at),
             "last_event_at": _iso(self.last_event_at),
@@ -257,6 +267,7 @@ def _stream_row(
         status=verdict.status,
         reason=verdict.reason,
         query_id=last_life["query_id"] if last_life is not None else None,
+        delta_connector=last_life["delta_connector"] if last_life is not None else None,
         run_id=run_id,
         last_batch_id=int_of(last["batch_id"]) if last is not None else None,
         last_batch_at=sample_from_row(last).ended_at if last is not None else None,

@@ -70,13 +70,15 @@ STREAM_WARNING = MetricSpec(
     STREAM,
     states=STREAM_WARNINGS,
 )
-STREAM_INFO_KEYS: tuple[str, ...] = ("query_id", "run_id", "group")
+STREAM_INFO_KEYS: tuple[str, ...] = ("query_id", "run_id", "group", "delta_connector")
 """Keys of STREAM_INFO's value, exposed as labels of `streamops_stream_info`; dashboards filter
-streams by `group` through them (empty for streams that serve no event group)."""
+streams by `group` through them (empty for streams that serve no event group).
+`delta_connector` is the Delta connector the pipeline runs on (`native`, `embedded`; empty for
+an application that does not say)."""
 STREAM_INFO = MetricSpec(
     "streamops_stream",
     "info",
-    "Identity of the stream: query id, run id and group",
+    "Identity of the stream: query id, run id, group and Delta connector",
     STREAM,
     info_keys=STREAM_INFO_KEYS,
 )

@@ -83,6 +83,7 @@ SCHEMA = pa.schema(
         ("query_id", pa.string()),
         ("run_id", pa.string()),
         ("name", pa.string()),
+        ("delta_connector", pa.string()),
         ("batch_id", pa.int64()),
         ("num_input_rows", pa.int64()),
         ("input_rows_per_second", pa.float64()),
@@ -136,9 +137,11 @@ def row_of(
     recorded_at: float,
     reading: BacklogReading | None = None,
     event_time_max: float | None = None,
+    delta_connector: str | None = None,
 ) -> dict[str, Any]:
     """The log row of one event. `event_time_max` (progress and idle rows) is the newest event
-    time the stream had committed when the event arrived (eventTime.max or what was pushed)."""
+    time the stream had committed when the event arrived (eventTime.max or what was pushed);
+    `delta_connector` the Delta connector the application runs on, when it says."""
     when = _utc(event.timestamp)
     assert when is not None
     row: dict[str, Any] = {
@@ -149,6 +152,7 @@ def row_of(
         "stream": stream,
         "query_id": event.query_id,
         "run_id": event.run_id,
+        "delta_connector": delta_connector,
         "json": event.json,
     }
     if isinstance(event, QueryIdle):

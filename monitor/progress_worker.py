@@ -136,7 +136,16 @@ class ProgressWorker:
         if isinstance(event, QueryProgress):
             self._idle_logged_at.pop(stream, None)
         if self._log is not None:
-            self._rows.append(row_of(event, stream, raw.received_at, reading, self._fleet.max_event_time(stream)))
+            self._rows.append(
+                row_of(
+                    event,
+                    stream,
+                    raw.received_at,
+                    reading,
+                    self._fleet.max_event_time(stream),
+                    self._fleet.delta_connector or None,
+                )
+            )
 
     def _log_idle(self, stream: str, now: float) -> bool:
         """Idle events are a heartbeat: log the first after data, then one per interval."""

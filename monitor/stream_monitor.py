@@ -62,10 +62,13 @@ class StreamMonitor:
         policy: StatusPolicy = DEFAULT_POLICY,
         registry: CollectorRegistry | None = None,
         time_callbacks: bool = False,
+        delta_connector: str | None = None,
     ) -> None:
         """`lake=None` keeps no progress log (metrics only). `metrics_port=None` serves no HTTP
         endpoint (the metrics are still in `registry`), 0 picks a free port. `registry` defaults
-        to a fresh one per monitor."""
+        to a fresh one per monitor. `delta_connector` names the Delta connector the application
+        runs on (the pipeline passes `native` or `embedded`): kept on every progress-log row and
+        in `streamops_stream_info`."""
         self.spark = spark
         self.lake = lake = None if lake is None else LakeLayout.at(lake)
         self.policy = policy
@@ -73,7 +76,7 @@ class StreamMonitor:
         self._metrics_port = metrics_port
         self._metrics_host = metrics_host
         self._queue = EventQueue(queue_size)
-        self._fleet = Fleet(policy)
+        self._fleet = Fleet(policy, delta_connector or "")
         self._backlog = SourceBacklog(lake)
         self.progress_log = ProgressLog(lake.query_progress, retention_days) if lake is not None else None
         self._worker = ProgressWorker(self._queue, self._fleet, self._backlog, self.progress_log, flush_interval_s)

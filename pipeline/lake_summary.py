@@ -11,7 +11,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.pipeline.lake_tables import table_access
 
 
@@ -44,7 +44,8 @@ def _column(path: Path, name: str) -> list:
     return read_delta(table, columns=[name]).column(name).to_pylist() if table is not None else []
 
 
-def summarize_lake(lake: LakeLayout) -> LakeSummary:
+def summarize_lake(lake: LakeLike) -> LakeSummary:
+    lake = LakeLayout.at(lake)
     registry = _table(lake.schema_registry)
     versions: dict[str, int] = {}
     if registry is not None:

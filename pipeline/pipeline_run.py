@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable
 
-from streamops.lake_layout import LakeLayout
-from streamops.pipeline.delta_connector.connector import NATIVE_SPARK_CONF, connector_for
+from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.silver.silver_stream import SilverSettings
 from streamops.pipeline.spark_session import build_spark
-from streamops.pipeline.supervisor import PipelineSettings, RunReport, Supervisor
+from streamops.pipeline.supervisor import PipelineSettings, RunReport, Stages, Supervisor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunOptions:
-    lake: Path
+    """What `streamops run` takes. `delta`: the Delta connector every stage runs on, one per run
+    (`embedded`: delta-rs inside Spark, no JARs; `native`: delta-spark, its JARs resolved on the
+    first run). `stages`: the hops this process runs (bronze, silver or all)."""
+
+    lake: LakeLike
     landing: Path
     until_idle: bool = False
     duration: float | None = None
@@ -29,8 +33,9 @@ class RunOptions:
     metrics_host: str = "127.0.0.1"
     silver: SilverSettings = SilverSettings()
     bronze_max_files: int = 100
-    delta: Literal["embedded", "native"] = "embedded"
+    delta: ConnectorName = "embedded"
     master: str | None = None
+    stages: Stages = "all"
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
@@ -44,7 +49,8 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
 
     require_writable_lake(LakeLayout.at(options.lake).root.local_path)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
-    spark = build_spark(master=options.master, conf=NATIVE_SPARK_CONF if options.delta == "native" else None)
+    conf, packages = session_needs(options.delta)
+    spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
         return _run_with(spark, options, on_start)
     finally:
@@ -56,7 +62,9 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
     from streamops.monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(options.lake)
-    monitor = StreamMonitor(spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host)
+    monitor = StreamMonitor(
+        spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host, delta_connector=options.delta
+    )
     monitor.start()
     settings = PipelineSettings(
         lake=lake,
@@ -64,6 +72,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         trigger_seconds=options.trigger_seconds,
         bronze_max_files=options.bronze_max_files,
         silver=options.silver,
+        stages=options.stages,
     )
     try:
         supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))

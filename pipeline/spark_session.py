@@ -6,10 +6,11 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from streamops.pipeline.bronze.jvm_classifier import classifier_jar
 from streamops.pipeline.exceptions import JavaNotFoundError
+from streamops.pipeline.spark_jars import JARS_DIR_ENV, RESOLVER_ENV, JarsUnresolvedError, ivy_has, jar_settings
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -37,12 +38,14 @@ def build_spark(
     master: str | None = None,
     app_name: str = "streamops",
     conf: Mapping[str, str] | None = None,
+    packages: Sequence[str] = (),
 ):
     """Return the active SparkSession, creating it with streamops defaults if needed.
 
     Workers must run the driver's interpreter (PySpark otherwise picks whatever `python3` is on
     PATH, which may lack pyarrow), logs are kept to errors, and time is UTC so Delta timestamps
-    mean the same thing on every machine.
+    mean the same thing on every machine. `packages` are Maven coordinates of JARs the run
+    needs (delta-spark, connectors), resolved as `streamops.pipeline.spark_jars` says.
     """
     ensure_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -68,6 +71,8 @@ def build_spark(
         "spark.sql.json.enablePartialResults": "true",
     }
     settings.update(conf or {})
+    for key, value in jar_settings(packages).items():
+        settings[key] = ",".join(filter(None, [settings.get(key), value]))
     jar = classifier_jar()
     if jar is not None:
         settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
@@ -76,7 +81,16 @@ def build_spark(
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - the JVM did not start: say why in one line if we can
+        if "spark.jars.packages" in settings and not ivy_has(packages):
+            raise JarsUnresolvedError(
+                f"Spark could not resolve {', '.join(packages)} from Maven Central through Ivy: check the "
+                f"network or proxy, or set {RESOLVER_ENV}=maven (uses Maven's settings.xml) or {JARS_DIR_ENV}=DIR "
+                "(docs: Running on a cluster)"
+            ) from error
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(DeltaSource)
     spark.dataSource.register(LakeSink)

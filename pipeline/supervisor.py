@@ -18,17 +18,22 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from streamops.checkpoint.abandoned_writes import remove_abandoned_writes
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
-from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.bronze.bronze_stream import (
+    BronzeBatchWriter,
+    BronzeSettings,
+    create_bronze_tables,
+    start_bronze,
+)
 from streamops.pipeline.delta_connector.connector import DeltaConnector
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from streamops.pipeline.query_restarts import QueryRestarts, Supervised, first_line
-from streamops.pipeline.registry.event_groups import EventGroupsReader
+from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventGroupsReader
 from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
-from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, SchemaRegistry
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
 
 if TYPE_CHECKING:
@@ -36,13 +41,30 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 
+Stages = Literal["bronze", "silver", "all"]
+STAGES: tuple[Stages, ...] = get_args(Stages)
+
+
 @dataclass(frozen=True)
 class PipelineSettings:
+    """`stages`: which hops this process runs. `bronze` ingests landing files into bronze (and
+    the registry); `silver` runs the management stream and the silver groups on what bronze
+    holds; `all` both. The hops can run as separate applications or on separate clusters."""
+
     lake: LakeLayout
     landing: Path
     trigger_seconds: float = 5.0
     bronze_max_files: int = 100
     silver: SilverSettings = SilverSettings()
+    stages: Stages = "all"
+
+    @property
+    def runs_bronze(self) -> bool:
+        return self.stages in ("bronze", "all")
+
+    @property
+    def runs_silver(self) -> bool:
+        return self.stages in ("silver", "all")
 
 
 @dataclass
@@ -69,10 +91,17 @@ class Supervisor:
         self.events = events
         self.log = log
         self.report = RunReport()
+        self._create_tables()
         self.registry = SchemaRegistry.load(self.lake.schema_registry)
         self.groups = EventGroupsReader(self.lake.event_groups)
         self.restarts = QueryRestarts(self.report.failures, log)
         self._stop_requested = threading.Event()
+
+    def _create_tables(self) -> None:
+        """Every table the pipeline writes, through the run's connector, before any query reads one."""
+        create_bronze_tables(self.lake, self.connector)
+        self.connector.create_table(self.lake.schema_registry, REGISTRY_SCHEMA)
+        self.connector.create_table(self.lake.event_groups, EVENT_GROUPS_SCHEMA)
 
     def request_stop(self) -> None:
         """Ask a running `run_for` (possibly in another thread) to stop its queries and return."""
@@ -137,10 +166,12 @@ class Supervisor:
         self.events.stream_reads_table(MANAGEMENT_STREAM, self.lake.schema_registry)
         for _ in range(max_rounds):
             before = (self.report.bronze_batches, self.groups.read().version)
-            self._drain(BRONZE_STREAM, lambda: self._start_bronze(available_now=True))
-            self._drain(MANAGEMENT_STREAM, lambda: self._start_management(available_now=True))
-            for group in self.groups.read().groups:
-                self._drain(silver_stream(group), lambda g=group: self._start_group(g, True))
+            if self.settings.runs_bronze:
+                self._drain(BRONZE_STREAM, lambda: self._start_bronze(available_now=True))
+            if self.settings.runs_silver:
+                self._drain(MANAGEMENT_STREAM, lambda: self._start_management(available_now=True))
+                for group in self.groups.read().groups:
+                    self._drain(silver_stream(group), lambda g=group: self._start_group(g, True))
             if (self.report.bronze_batches, self.groups.read().version) == before:
                 break
         return self.report
@@ -165,12 +196,14 @@ class Supervisor:
         """Run continuously for `seconds` (None: until interrupted), supervising every query."""
         self.events.stream_reads_table(MANAGEMENT_STREAM, self.lake.schema_registry)
         started = time.monotonic()
-        self.restarts.supervise(BRONZE_STREAM, lambda: self._start_bronze(available_now=False), started)
-        self.restarts.supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False), started)
+        if self.settings.runs_bronze:
+            self.restarts.supervise(BRONZE_STREAM, lambda: self._start_bronze(available_now=False), started)
+        if self.settings.runs_silver:
+            self.restarts.supervise(MANAGEMENT_STREAM, lambda: self._start_management(available_now=False), started)
         deadline = None if seconds is None else started + seconds
         try:
             while not self._stop_requested.is_set() and (deadline is None or time.monotonic() < deadline):
-                for group in self.groups.read().groups:
+                for group in self.groups.read().groups if self.settings.runs_silver else ():
                     name = silver_stream(group)
                     if name not in self.supervised:
                         self.log(f"starting {name}")

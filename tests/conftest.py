@@ -35,14 +35,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def spark():
     """One local SparkSession for every test that needs Spark (starting one costs ~10 s).
 
-    The pipeline's session where the pipeline can run; on an older PySpark (the monitor's
-    tests run on 3.5 too) a plain session with the same settings. Tests must stop the queries
+    The pipeline's session where the pipeline can run, with delta-spark's JARs so that the
+    embedded and the native connector both run in it; on an older PySpark (the monitor's tests
+    run on 3.5 too) a plain session with delta-spark's connector and the same settings. Tests must stop the queries
     they start; this fixture stops any left over, then Spark.
     """
     try:
+        from streamops.pipeline.delta_connector.connector import session_needs
         from streamops.pipeline.spark_session import build_spark
 
-        session = build_spark(master="local[2]", app_name="streamops-tests", conf=TEST_SPARK_CONF)
+        native_conf, packages = session_needs("native")  # both connectors run in this one session
+        session = build_spark(
+            master="local[2]", app_name="streamops-tests", conf={**TEST_SPARK_CONF, **native_conf}, packages=packages
+        )
     except MissingExtraError:
         session = _plain_spark()
     yield session
@@ -64,6 +69,25 @@ def _plain_spark():
     session = configure_spark_with_delta_pip(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+try:
+    from streamops.pipeline.delta_connector.connector import CONNECTORS
+except MissingExtraError:  # the monitor's tests on PySpark 3.5: no pipeline
+    CONNECTORS = ()
+
+
+@pytest.fixture(params=CONNECTORS)
+def connector_name(request) -> str:
+    """Each Delta connector in turn: a test that takes it runs once on each."""
+    return request.param
+
+
+@pytest.fixture
+def connector(spark, connector_name):
+    from streamops.pipeline.delta_connector.connector import connector_for
+
+    return connector_for(connector_name, spark)
 
 
 @pytest.fixture

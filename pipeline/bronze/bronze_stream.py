@@ -28,7 +28,6 @@ from streamops.pipeline.bronze import jvm_classifier
 from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
 from streamops.pipeline.bronze.record_rules import UTF8_BOM
 from streamops.pipeline.delta_connector.batch_report import FirstRowsFound
-from streamops.pipeline.delta_connector.batch_writer import create_table
 from streamops.pipeline.delta_connector.write_plan import (
     BATCH_ID_VALUE,
     INGEST_TIME_VALUE,
@@ -233,9 +232,9 @@ def bronze_routes(
     ]
 
 
-def create_bronze_tables(lake: LakeLayout) -> None:
-    create_table(lake.bronze_events, BRONZE_SCHEMA)
-    create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
+def create_bronze_tables(lake: LakeLayout, connector: DeltaConnector) -> None:
+    connector.create_table(lake.bronze_events, BRONZE_SCHEMA)
+    connector.create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
 
 
 def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettings) -> DataFrame:
@@ -298,7 +297,7 @@ def start_bronze(
     spark: SparkSession, lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
 ) -> StreamingQuery:
     settings.landing.mkdir(parents=True, exist_ok=True)
-    create_bronze_tables(lake)
+    create_bronze_tables(lake, writer.connector)
     stream = (
         classified_landing(spark, settings)
         .writeStream.queryName(BRONZE_STREAM)

@@ -2,7 +2,7 @@
 
 `embedded` (the default) reads with the delta-rs streaming source and writes a batch's rows
 from Spark's tasks through the executor-side sink (pipeline/delta_connector/lake_sink.py);
-`native` uses delta-spark's `format("delta")` where a cluster has its JARs. Either way a
+`native` uses delta-spark's `format("delta")`, its JARs resolved by `spark_jars`. Either way a
 batch's rows never pass through the driver: `write_routes` hands Spark the DataFrame and gets
 back metadata. `write_batch` is for the pipeline's own small metadata tables (registry, event
 groups, schema alerts), whose rows the driver makes. The pipeline calls only these methods, so
@@ -12,18 +12,20 @@ underneath.
 
 from __future__ import annotations
 
-import json
+import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol, get_args
 
 import pyarrow as pa
 
 from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import is_table
+from streamops.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import commit_written, committed_batch
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, write_batch
+from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, write_batch
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
@@ -39,17 +41,29 @@ from streamops.pipeline.delta_connector.write_plan import (
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
+from streamops.pipeline.spark_jars import delta_spark_package
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ConnectorName = Literal["embedded", "native"]
+CONNECTORS: tuple[ConnectorName, ...] = get_args(ConnectorName)
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 NATIVE_SPARK_CONF = {
     "spark.sql.extensions": DELTA_EXTENSION,
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": str(max(2, os.cpu_count() or 2)),
 }
-"""Session settings the native connector needs; the JARs come from the cluster (or spark.jars)."""
+"""Session settings the native connector needs. Delta rebuilds a table's state in 50 partitions
+unless told otherwise: 50 tasks for every small table the pipeline commits to (the registry,
+the event groups, each silver table), where the machine's cores are plenty."""
+
+
+def session_needs(name: ConnectorName) -> tuple[dict[str, str], list[str]]:
+    """The Spark settings and the JARs (Maven coordinates) a session needs for connector `name`."""
+    if name == "native":
+        return dict(NATIVE_SPARK_CONF), [delta_spark_package()]
+    return {}, []
 
 
 class DeltaConnector(Protocol):
@@ -64,6 +78,10 @@ class DeltaConnector(Protocol):
     ) -> DataFrame:
         """A stream of the table's appends. `row_filter`: the embedded source's `rowFilter`
         options (rows the stream's own filter would drop, skipped before they reach Spark)."""
+
+    def create_table(self, table: Path, schema: pa.Schema) -> None:
+        """An empty table with `schema` (and the lake's table properties), unless one exists:
+        streams that read it can start before any data arrives."""
 
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         """Driver-made rows of a small metadata table, exactly once per batch."""
@@ -95,6 +113,10 @@ class EmbeddedDelta:
             reader = reader.option(key, value)
         return reader.load()
 
+    def create_table(self, table: Path, schema: pa.Schema) -> None:
+        with table_access(table, "create"):
+            create_table(table, schema)
+
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
             return write_batch(table, data, commit)
@@ -111,12 +133,12 @@ class EmbeddedDelta:
 
 @dataclass(frozen=True)
 class NativeDelta:
-    """delta-spark's own source and sink, for clusters that have the Delta JARs.
-
-    Not run in this repository's tests (no Delta JARs can be fetched here); it is kept to plain
-    delta-spark calls: one `format("delta")` append per table with txnAppId/txnVersion, which
-    delta-spark skips when the table already holds that version. The batch is persisted on the
-    executors for its count and its per-table appends, so it is computed once."""
+    """delta-spark's own source and sink: what Databricks, EMR or Kubernetes users of Spark and
+    Delta run. Streams read with `format("delta")` and its options; every table is written by
+    Spark's own Delta writer, one append per table and batch with `txnAppId`/`txnVersion`, which
+    delta-spark skips when the table already holds that version (exactly once across replays).
+    The batch is persisted on the executors for its tally and its per-table appends, so it is
+    computed once and no row passes through the driver."""
 
     spark: SparkSession
     name: ConnectorName = "native"
@@ -134,6 +156,18 @@ class NativeDelta:
         for key, value in (options or {}).items():
             reader = reader.option(key, value)
         return reader.load(str(table))
+
+    def create_table(self, table: Path, schema: pa.Schema) -> None:
+        from delta.tables import DeltaTable as SparkDeltaTable
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        if is_table(table):
+            return
+        builder = SparkDeltaTable.createIfNotExists(self.spark).location(str(table))
+        builder = builder.addColumns(from_arrow_schema(schema))
+        for key, value in TABLE_CONFIGURATION.items():
+            builder = builder.property(key, value)
+        builder.execute()
 
     def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         if data.num_rows == 0:
@@ -181,7 +215,7 @@ class NativeDelta:
             .option("mergeSchema", "true")
             .option("txnAppId", commit.stream)
             .option("txnVersion", commit.batch_id)
-            .option("userMetadata", json.dumps(commit.to_custom_metadata(), sort_keys=True))
+            .option("userMetadata", commit.to_user_metadata())
             .save(str(table))
         )
 
@@ -216,7 +250,7 @@ def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFra
         if value is not None:
             columns.append(F.lit(value.as_py()).cast(from_arrow_type(value.type)).alias(name))
         elif source.endswith(TEXT_SUFFIX):
-            columns.append(F.expr(f"decode(`{source[: -len(TEXT_SUFFIX)]}`, 'UTF-8')").alias(name))
+            columns.append(F.expr(f"make_valid_utf8(cast(`{source[: -len(TEXT_SUFFIX)]}` as string))").alias(name))
         elif source.endswith(BYTES_SUFFIX):
             columns.append(F.col(f"`{source[: -len(BYTES_SUFFIX)]}`").cast("binary").alias(name))
         else:
@@ -250,8 +284,11 @@ def connector_for(name: str, spark: SparkSession) -> DeltaConnector:
 
 
 def _jvm_has_class(spark: SparkSession, name: str) -> bool:
+    """Whether the driver can load `name` the way Spark loads user classes: JARs added with
+    `spark.jars` or `spark.jars.packages` live in the context class loader, not the system one."""
+    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName(name)  # type: ignore[union-attr]
+        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(name)
     except Exception:  # noqa: BLE001 - Py4J wraps ClassNotFoundException
         return False
     return True

@@ -24,8 +24,7 @@ from typing import Iterable, Mapping
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from streamops.delta.read import read_delta
-from streamops.pipeline.delta_connector.batch_writer import create_table
+from streamops.delta.read import is_table, read_delta
 from streamops.pipeline.lake_tables import table_access
 
 EVENT_GROUPS_SCHEMA = pa.schema(
@@ -91,10 +90,6 @@ class EventGroups:
         return sorted(set(self.by_type.values()))
 
 
-def ensure_table(table: Path) -> None:
-    create_table(table, EVENT_GROUPS_SCHEMA)
-
-
 class EventGroupsReader:
     """Re-reads the (small) table only when its version changes."""
 
@@ -104,7 +99,8 @@ class EventGroupsReader:
 
     def read(self) -> EventGroups:
         with table_access(self.table, "read"):
-            ensure_table(self.table)
+            if not is_table(self.table):  # the pipeline has not created it yet: no groups
+                return self._snapshot
             dt = DeltaTable(str(self.table))
             if dt.version() != self._snapshot.version:
                 rows = read_delta(dt, columns=["event_type", "group"]).to_pylist()

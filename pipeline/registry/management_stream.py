@@ -13,8 +13,13 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from streamops.lake_layout import MANAGEMENT_STREAM, LakeLayout
 from streamops.pipeline.batch_context import batch_commit_info
 from streamops.pipeline.batch_function import batch_function
-from streamops.pipeline.registry.event_groups import EventGroupsReader, assign_groups, assignment_rows, ensure_table
-from streamops.pipeline.registry.schema_registry import RegistryReader
+from streamops.pipeline.registry.event_groups import (
+    EVENT_GROUPS_SCHEMA,
+    EventGroupsReader,
+    assign_groups,
+    assignment_rows,
+)
+from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, RegistryReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,7 +67,8 @@ def start_management(
     trigger_seconds: float,
     available_now: bool = False,
 ) -> StreamingQuery:
-    ensure_table(lake.event_groups)
+    connector.create_table(lake.schema_registry, REGISTRY_SCHEMA)
+    connector.create_table(lake.event_groups, EVENT_GROUPS_SCHEMA)
     stream = (
         connector.read_stream(spark, lake.schema_registry)
         .select("event_type")

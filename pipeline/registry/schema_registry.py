@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from streamops.delta.read import read_delta
+from streamops.delta.read import is_table, read_delta
 from streamops.exceptions import error_line
 from streamops.pipeline.bronze.strict_json import loads
-from streamops.pipeline.delta_connector.batch_writer import create_table
 from streamops.pipeline.delta_connector.typed_rows import arrow_schema
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.registry.schema_compat import evolve
@@ -119,9 +118,9 @@ class SchemaRegistry:
 
     @classmethod
     def load(cls, table: Path) -> SchemaRegistry:
+        """The registry as its table holds it (empty before the pipeline created the table)."""
         with table_access(table, "read"):
-            create_table(table, REGISTRY_SCHEMA)
-            rows = read_delta(DeltaTable(str(table))).to_pylist()
+            rows = read_delta(DeltaTable(str(table))).to_pylist() if is_table(table) else []
         return cls(table, (_entry(row) for row in rows))
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:

@@ -6,13 +6,16 @@ import argparse
 from pathlib import Path
 
 from streamops.cli.options import Subcommands, add_command, add_json_option, print_json
+from streamops.pipeline.delta_connector.connector import CONNECTORS
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.silver.silver_stream import ON_INCOMPATIBLE
+from streamops.pipeline.supervisor import STAGES
 from streamops.plain_text import format_table
 
 RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
   streamops run --lake lake --landing landing --duration 300 --trigger 2 --metrics-port 9108
+  streamops run --lake lake --landing landing --until-idle --delta native --stages bronze
 """
 
 
@@ -51,7 +54,20 @@ def register(subcommands: Subcommands) -> None:
         "default), quarantine their rows, or stop the group (fail_group)",
     )
     run.add_argument("--max-files-per-trigger", type=int, default=100, help="landing files per bronze batch")
-    run.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="Delta connector")
+    run.add_argument(
+        "--delta",
+        choices=CONNECTORS,
+        default="embedded",
+        help="the Delta connector every stage runs on: embedded (delta-rs inside Spark, no JARs) or native "
+        "(delta-spark; its JARs are resolved from Maven Central on the first run, then cached)",
+    )
+    run.add_argument(
+        "--stages",
+        choices=STAGES,
+        default="all",
+        help="the hops this process runs: bronze (landing -> bronze), silver (management stream and silver "
+        "groups on bronze) or all (default); run bronze and silver as separate applications to scale them apart",
+    )
     run.add_argument("--master", help="Spark master URL (default local[*] or $STREAMOPS_SPARK_MASTER)")
     add_json_option(run)
 
@@ -79,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
             bronze_max_files=args.max_files_per_trigger,
             delta=args.delta,
             master=args.master,
+            stages=args.stages,
         )
     )
     summary = summarize_lake(LakeLayout.at(args.lake))

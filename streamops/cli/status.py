@@ -81,6 +81,9 @@ def _status(args: argparse.Namespace) -> int:
     )
     summary = ", ".join(f"{counts[s]} {s}" for s in SEVERITY if counts[s])
     print(f"\n{len(rows)} streams: {summary or 'none'}")
+    connectors = sorted({row.delta_connector for row in rows if row.delta_connector})
+    if connectors:
+        print(f"Delta connector: {', '.join(connectors)}")
     return 0
 
 

@@ -17,6 +17,7 @@ BATCH_ID = PREFIX + "batchId"
 SOURCE_START = PREFIX + "sourceStartOffset"
 SOURCE_END = PREFIX + "sourceEndOffset"
 STREAMING_OPERATION = "STREAMING UPDATE"
+USER_METADATA = "userMetadata"
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,18 @@ class BatchCommitInfo:
             metadata[SOURCE_END] = self.source_end
         return metadata
 
+    def to_user_metadata(self) -> str:
+        """The same keys as one JSON text, for delta-spark's `userMetadata` write option (it
+        has no custom commitInfo keys): `commitInfo.userMetadata` holds them."""
+        keys = {k: v for k, v in self.to_custom_metadata().items() if k.startswith(PREFIX)}
+        return json.dumps(keys, sort_keys=True)
+
     @classmethod
     def from_commit_info(cls, commit_info: Mapping[str, Any]) -> BatchCommitInfo | None:
-        """Read it back from a commitInfo action; None when the commit was not a streamops batch."""
+        """Read it back from a commitInfo action, written by delta-rs (its own keys) or by
+        delta-spark (`userMetadata`); None when the commit was not a streamops batch."""
+        if STREAM not in commit_info:
+            commit_info = _user_metadata(commit_info)
         if STREAM not in commit_info or BATCH_ID not in commit_info:
             return None
         return cls(
@@ -66,6 +76,17 @@ class BatchCommitInfo:
             source_start=_as_text(commit_info.get(SOURCE_START)),
             source_end=_as_text(commit_info.get(SOURCE_END)),
         )
+
+
+def _user_metadata(commit_info: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = commit_info.get(USER_METADATA)
+    if not isinstance(text, str) or PREFIX not in text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _as_text(value: Any) -> str | None:

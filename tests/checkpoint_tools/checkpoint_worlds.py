@@ -1,8 +1,9 @@
 """Real checkpoints made by real Spark queries, for checkpoint_tools tests.
 
-- a Delta world: a lake whose bronze/events table (delta-rs appends) is read by the streamops
-  Delta source (1 file per trigger) in stream `silver_core`, which writes two silver tables per
-  batch through the idempotent writer (like a silver group);
+- a Delta world: a lake whose bronze/events table (delta-rs appends) is read 1 file per trigger
+  in stream `silver_core`, which writes two silver tables per batch with txn (like a silver
+  group), on each connector: the streamops Delta source with delta-rs writes (`embedded`), or
+  delta-spark's own `format("delta")` source and writer (`native`, Delta's own offsets);
 - a file world: Spark's file source over a landing directory, stream `bronze`, compacting its
   file-source log every 4 batches and deleting the replaced files at once (cleanupDelay=0);
 - a rate world: a stateful aggregation over the rate source (state store present).
@@ -35,6 +36,9 @@ EVENT_SINKS = ("evt_even", "evt_odd")
 FILE_COMPACT_INTERVAL = 4
 
 
+SOURCE_FORMATS = {"embedded": "streamops_delta", "native": "delta"}
+
+
 @dataclass(frozen=True)
 class World:
     lake: LakeLayout
@@ -45,6 +49,7 @@ class World:
     query_id: str
     batches: int
     landing: Path | None = None
+    connector: str = "embedded"
 
     def copy_to(self, target: Path) -> World:
         """An independent copy (lake and landing) under `target`."""
@@ -93,21 +98,40 @@ def append_versions(table: Path, first_id: int, versions: int, rows: int = 5) ->
     return first_id
 
 
-def delta_foreach_batch(stream: str, sinks: tuple[Path, ...], seen: list[int], query_ids: dict):
-    """A foreachBatch that splits rows over `sinks` by id parity, each write idempotent."""
+def delta_foreach_batch(stream: str, sinks: tuple[Path, ...], seen: list[int], query_ids: dict, connector: str):
+    """A foreachBatch that splits rows over `sinks` by id parity, each write idempotent (txn)."""
 
     def run(df, batch_id: int) -> None:
         seen.append(batch_id)
+        commit = BatchCommitInfo(stream=stream, batch_id=batch_id, query_id=query_ids.get("id"))
+        if connector == "native":
+            for parity, sink in enumerate(sinks):
+                (
+                    df.where(f"id % 2 = {parity}")
+                    .write.format("delta")
+                    .mode("append")
+                    .option("txnAppId", stream)
+                    .option("txnVersion", batch_id)
+                    .option("userMetadata", commit.to_user_metadata())
+                    .save(str(sink))
+                )
+            return
         table = df.toArrow()
         for parity, sink in enumerate(sinks):
             part = table.filter(pc.equal(pc.bit_wise_and(table["id"], 1), parity))
-            write_batch(sink, part, BatchCommitInfo(stream=stream, batch_id=batch_id, query_id=query_ids.get("id")))
+            write_batch(sink, part, commit)
 
     return run
 
 
 def run_delta_stream(
-    spark, source: Path, checkpoint: Path, sinks: tuple[Path, ...], stream: str, max_files: int = 1
+    spark,
+    source: Path,
+    checkpoint: Path,
+    sinks: tuple[Path, ...],
+    stream: str,
+    max_files: int = 1,
+    connector: str = "embedded",
 ) -> tuple[list[int], str]:
     """Run the stream until the source is drained (availableNow); returns (batch ids run, query id)."""
     seen: list[int] = []
@@ -116,11 +140,11 @@ def run_delta_stream(
     if metadata.exists():
         query_ids["id"] = json.loads(metadata.read_text())["id"]
     query = (
-        spark.readStream.format("streamops_delta")
+        spark.readStream.format(SOURCE_FORMATS[connector])
         .option("path", str(source))
         .option("maxFilesPerTrigger", str(max_files))
         .load()
-        .writeStream.foreachBatch(delta_foreach_batch(stream, sinks, seen, query_ids))
+        .writeStream.foreachBatch(delta_foreach_batch(stream, sinks, seen, query_ids, connector))
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
     )
@@ -135,7 +159,7 @@ def run_delta_stream(
     return seen, str(handle.id)
 
 
-def build_delta_world(spark, root: Path) -> World:
+def build_delta_world(spark, root: Path, connector: str = "embedded") -> World:
     """Versions 1 (3 files) and 2 (1 file) are read as the starting snapshot (4 batches), then
     versions 3 (2 files) and 4 (1 file) as commits (3 batches): 7 batches, 35 rows."""
     lake = LakeLayout.at(root / "lake")
@@ -144,11 +168,13 @@ def build_delta_world(spark, root: Path) -> World:
     next_id = append_version(source, next_id, files=1)
     sinks = tuple(Path(lake.silver(name)) for name in EVENT_SINKS)
     checkpoint = Path(lake.checkpoint(SILVER_STREAM))
-    first, _ = run_delta_stream(spark, source, checkpoint, sinks, SILVER_STREAM)
+    first, _ = run_delta_stream(spark, source, checkpoint, sinks, SILVER_STREAM, connector=connector)
     next_id = append_version(source, next_id, files=2)
     append_version(source, next_id, files=1)
-    second, query_id = run_delta_stream(spark, source, checkpoint, sinks, SILVER_STREAM)
-    return World(lake, SILVER_STREAM, checkpoint, source, sinks, query_id, len(first) + len(second))
+    second, query_id = run_delta_stream(spark, source, checkpoint, sinks, SILVER_STREAM, connector=connector)
+    return World(
+        lake, SILVER_STREAM, checkpoint, source, sinks, query_id, len(first) + len(second), connector=connector
+    )
 
 
 def run_file_stream(

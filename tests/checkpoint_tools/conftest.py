@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from checkpoint_worlds import (
+    SOURCE_FORMATS,
     World,
     build_delta_world,
     build_file_world,
@@ -11,9 +12,11 @@ from checkpoint_worlds import (
 )
 
 
-@pytest.fixture(scope="session")
-def delta_world_template(spark, tmp_path_factory) -> World:
-    return build_delta_world(spark, tmp_path_factory.mktemp("delta_world"))
+@pytest.fixture(scope="session", params=tuple(SOURCE_FORMATS))
+def delta_world_template(spark, tmp_path_factory, request) -> World:
+    """One Delta world per connector: every test of a Delta checkpoint runs on the streamops
+    source's checkpoints and on delta-spark's own."""
+    return build_delta_world(spark, tmp_path_factory.mktemp(f"delta_world_{request.param}"), request.param)
 
 
 @pytest.fixture(scope="session")

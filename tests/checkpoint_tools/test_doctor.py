@@ -189,7 +189,9 @@ def test_two_runs_writing_one_checkpoint(spark, delta_world, tmp_path):
     for directory in ("offsets", "commits"):
         for batch in range(5, delta_world.batches):
             remove_log_file(run_b / directory / str(batch))
-    replayed, _ = run_delta_stream(spark, delta_world.source, run_b, delta_world.sinks, delta_world.stream)
+    replayed, _ = run_delta_stream(
+        spark, delta_world.source, run_b, delta_world.sinks, delta_world.stream, connector=delta_world.connector
+    )
     assert replayed == [5, 6]
     for name in ("5", ".5.crc"):
         shutil.copy2(run_b / "offsets" / name, delta_world.checkpoint / "offsets" / name)

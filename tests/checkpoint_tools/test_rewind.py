@@ -71,7 +71,12 @@ def test_rewind_then_restart_replays_exactly_and_duplicates_nothing(spark, delta
     assert delta_world.lake.checkpoint_dirs() == [Location.of(delta_world.checkpoint)]  # the backup is not a stream
 
     replayed, query_id = run_delta_stream(
-        spark, delta_world.source, delta_world.checkpoint, delta_world.sinks, delta_world.stream
+        spark,
+        delta_world.source,
+        delta_world.checkpoint,
+        delta_world.sinks,
+        delta_world.stream,
+        connector=delta_world.connector,
     )
     assert replayed == [4, 5, 6]
     assert query_id == delta_world.query_id  # metadata kept: same query
@@ -102,7 +107,12 @@ def test_rewind_refills_a_sink_that_lost_batches(spark, delta_world):
     assert all(s.written_batches == (2, 3, 4, 5, 6) and s.skipped_batches == () for s in plan.sinks)
     apply_rewind(plan)
     replayed, _ = run_delta_stream(
-        spark, delta_world.source, delta_world.checkpoint, delta_world.sinks, delta_world.stream
+        spark,
+        delta_world.source,
+        delta_world.checkpoint,
+        delta_world.sinks,
+        delta_world.stream,
+        connector=delta_world.connector,
     )
     assert replayed == [2, 3, 4, 5, 6]
     assert sink_rows(delta_world.sinks) == source_rows(delta_world.source)

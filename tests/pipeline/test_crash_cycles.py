@@ -17,9 +17,20 @@ pytestmark = pytest.mark.e2e
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_crash_cycles.py"
 
 
-def test_three_random_sigkills_while_input_arrives_lose_and_duplicate_nothing(tmp_path):
+def test_three_random_sigkills_while_input_arrives_lose_and_duplicate_nothing(tmp_path, connector_name):
     run = subprocess.run(
-        [sys.executable, str(BENCH), "--cycles", "3", "--seed", "7", "--workdir", str(tmp_path)],
+        [
+            sys.executable,
+            str(BENCH),
+            "--cycles",
+            "3",
+            "--seed",
+            "7",
+            "--workdir",
+            str(tmp_path),
+            "--delta",
+            connector_name,
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=1200,

@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 from deltalake import write_deltalake
 
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.registry.event_groups import (
+    EVENT_GROUPS_SCHEMA,
     EventGroupsReader,
     assign_groups,
     assignment_rows,
-    ensure_table,
     group_name,
     resolve_groups,
 )
@@ -73,7 +74,7 @@ def test_resolving_continues_the_recorded_assignments_with_the_heuristic():
 
 def test_the_table_round_trip_is_read_again_only_when_it_changes(tmp_path):
     table = tmp_path / "event_groups"
-    ensure_table(table)
+    EmbeddedDelta().create_table(table, EVENT_GROUPS_SCHEMA)
     reader = EventGroupsReader(table)
     empty = reader.read()
     assert empty.by_type == {} and empty.groups == []

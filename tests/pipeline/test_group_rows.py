@@ -9,8 +9,9 @@ from deltalake import write_deltalake
 from pyspark.errors import StreamingQueryException
 
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
-from streamops.pipeline.registry.event_groups import assignment_rows, ensure_table
+from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, assignment_rows
 from streamops.pipeline.silver.group_rows import group_row_filter
 
 
@@ -21,7 +22,7 @@ def _bronze_like(table, types: list[str | None]) -> None:
 
 def test_rows_of_types_recorded_for_another_group_are_skipped_and_the_rest_read(spark, tmp_path):
     lake = LakeLayout.at(tmp_path / "lake")
-    ensure_table(lake.event_groups)
+    EmbeddedDelta().create_table(lake.event_groups, EVENT_GROUPS_SCHEMA)
     write_deltalake(str(lake.event_groups), assignment_rows({"a": "g0001", "b": "g0002"}, batch_id=0), mode="append")
     table = tmp_path / "bronze"
     _bronze_like(table, ["a", "b", "c", None, "b", "a"])
@@ -47,7 +48,7 @@ def test_a_row_filter_that_names_no_function_stops_the_stream_with_one_line(spar
 
 def test_a_row_filter_on_a_column_the_table_lacks_stops_the_stream_with_one_line(spark, tmp_path):
     lake = LakeLayout.at(tmp_path / "lake")
-    ensure_table(lake.event_groups)
+    EmbeddedDelta().create_table(lake.event_groups, EVENT_GROUPS_SCHEMA)
     write_deltalake(str(lake.event_groups), assignment_rows({"a": "g0002"}, batch_id=0), mode="append")
     table = tmp_path / "no_event_type"
     write_deltalake(str(table), pa.table({"id": [1, 2]}), mode="append")

@@ -35,7 +35,7 @@ def drawn_lines(count: int) -> list[bytes]:
     return lines
 
 
-def test_hostile_landing_is_fully_accounted_for(tmp_path):
+def test_hostile_landing_is_fully_accounted_for(tmp_path, connector_name):
     lines = drawn_lines(400)
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -55,6 +55,8 @@ def test_hostile_landing_is_fully_accounted_for(tmp_path):
             "--landing",
             str(landing),
             "--until-idle",
+            "--delta",
+            connector_name,
             "--json",
         ],
         capture_output=True,

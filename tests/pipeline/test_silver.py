@@ -14,10 +14,10 @@ from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
 from streamops.cli import main
-from streamops.delta import commit_metadata
+from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
-from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.connector import CONNECTORS, EmbeddedDelta, connector_for
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
@@ -42,7 +42,7 @@ def table_rows(path: Path) -> list[dict]:
     return read_delta(str(path)).to_pylist()
 
 
-def supervisor(spark, lake: LakeLayout, landing: Path, **silver) -> Supervisor:
+def supervisor(spark, lake: LakeLayout, landing: Path, connector=None, **silver) -> Supervisor:
     settings = PipelineSettings(
         lake=lake,
         landing=landing,
@@ -50,20 +50,22 @@ def supervisor(spark, lake: LakeLayout, landing: Path, **silver) -> Supervisor:
         bronze_max_files=3,
         silver=SilverSettings(max_files_per_trigger=2, **silver),
     )
-    return Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
+    return Supervisor(spark, settings, connector or EmbeddedDelta(), Unmonitored(), log=lambda line: None)
 
 
-@pytest.fixture(scope="module")
-def drained(spark, tmp_path_factory):
-    """A drifting run generated once, drained through bronze and silver with --until-idle."""
-    root = tmp_path_factory.mktemp("drained")
+@pytest.fixture(scope="module", params=CONNECTORS)
+def drained(spark, tmp_path_factory, request):
+    """A drifting run generated once, drained through bronze and silver with --until-idle, on
+    each Delta connector in turn."""
+    root = tmp_path_factory.mktemp(f"drained_{request.param}")
     manifest = generate(
         GeneratorSettings(
             out=root / "landing", events=4000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=500
         )
     )
     lake = LakeLayout.at(root / "lake")
-    report = supervisor(spark, lake, root / "landing", types_per_group=4).run_until_idle()
+    connector = connector_for(request.param, spark)
+    report = supervisor(spark, lake, root / "landing", connector, types_per_group=4).run_until_idle()
     return lake, manifest, report
 
 
@@ -156,8 +158,8 @@ def test_every_silver_row_traces_back_to_bronze(drained):
         origin = bronze[row["event_id"]]
         assert (row["_bronze_batch_id"], row["_source_file"]) == (origin["batch_id"], origin["source_file"])
     history = DeltaTable(str(lake.silver(event_type))).history()
-    batches = [h for h in history if commit_metadata.BATCH_ID in h]
-    assert batches and all(json.loads(h[commit_metadata.SOURCE_END])["reservoirVersion"] >= 0 for h in batches)
+    batches = [info for info in map(BatchCommitInfo.from_commit_info, history) if info is not None]
+    assert batches and all(json.loads(info.source_end)["reservoirVersion"] >= 0 for info in batches)
 
 
 def test_new_event_types_get_their_tables_while_the_pipeline_runs(spark, tmp_path):

@@ -45,7 +45,9 @@ def cluster(tmp_path_factory):
         yield running
 
 
-def run_on_cluster(cluster: StandaloneCluster, root: Path, lines: int) -> tuple[dict, dict, float, int]:
+def run_on_cluster(
+    cluster: StandaloneCluster, root: Path, lines: int, delta: str = "embedded"
+) -> tuple[dict, dict, float, int]:
     landing, lake = root / "landing", LakeLayout.at(root / "lake")
     manifest = generate(GeneratorSettings(out=landing, events=lines, event_types=20, drift=0.5, bad=0.01, seed=5))
     conf_dir, events = event_log_conf_dir(root)
@@ -63,6 +65,8 @@ def run_on_cluster(cluster: StandaloneCluster, root: Path, lines: int) -> tuple[
         "--until-idle",
         "--max-files-per-trigger",
         "1000",
+        "--delta",
+        delta,
         "--json",
     ]
     environment = {**os.environ, "SPARK_CONF_DIR": str(conf_dir)}
@@ -93,11 +97,13 @@ def ids(table: Path) -> Counter:
     return Counter(read_delta(str(table), columns=["event_id"]).column(0).to_pylist())
 
 
-def test_a_cluster_run_is_exactly_once_and_the_driver_holds_no_rows(cluster, tmp_path):
+def test_a_cluster_run_is_exactly_once_and_the_driver_holds_no_rows(cluster, tmp_path, connector_name):
     peaks, results, landings = {}, {}, {}
     for scale in (1, 10):
         root = tmp_path / f"x{scale}"
-        manifest, report, peaks[scale], results[scale] = run_on_cluster(cluster, root, SMALL_LINES * scale)
+        manifest, report, peaks[scale], results[scale] = run_on_cluster(
+            cluster, root, SMALL_LINES * scale, connector_name
+        )
         landings[scale] = sum(path.stat().st_size for path in (root / "landing").rglob("*") if path.is_file())
         lake = LakeLayout.at(root / "lake")
         assert report["failures"] == {}
