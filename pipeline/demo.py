@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from streamops.lake_layout import DELTA_LOG_DIR, LakeLayout
+from streamops.pipeline.delta_connector.connector import ConnectorName
 from streamops.pipeline.exceptions import DemoError
 from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
 from streamops.pipeline.generator.run import Progress, generate
@@ -52,6 +53,7 @@ class DemoOptions:
     bad: float = 0.005
     trigger_seconds: float = 5.0
     types_per_group: int = 16
+    delta: ConnectorName = "embedded"
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
@@ -306,6 +308,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
                 metrics_port=options.metrics_port,
                 metrics_host=HOST,
                 silver=SilverSettings(types_per_group=options.types_per_group),
+                delta=options.delta,
             ),
             on_start=on_start,
         )

@@ -6,8 +6,9 @@
 - further packages a run asks for (`extra`): Spark's Kafka connector, Hadoop's S3A.
 
 By default Spark resolves them itself (`spark.jars.packages`, Ivy, Spark's Ivy cache in the
-home directory): the first run downloads them from Maven Central, later runs find them in the
-cache and need no network. Two ways around Ivy, for machines where it cannot reach the registry
+home directory): the first run downloads them from Maven Central and the list of files Ivy
+retrieved is remembered (`~/.cache/streamops/jars/`), so later runs hand Spark those files
+(`spark.jars`): no network and no resolution report at every start. Two ways around Ivy, for machines where it cannot reach the registry
 (Ivy does not read Maven's `settings.xml`, so a proxy or mirror named only there is unknown
 to it):
 
@@ -38,7 +39,9 @@ RESOLVER_ENV = "STREAMOPS_JARS_RESOLVER"
 JARS_DIR_ENV = "STREAMOPS_JARS_DIR"
 SCALA = "2.13"
 ARTIFACT_NAME = re.compile(r"^(.+?)-\d[\w.\-]*\.jar$")
-MAVEN_CACHE = Path.home() / ".cache" / "streamops" / "jars"
+MAVEN_CACHE = Path.home() / ".cache" / "streamops" / "jars" / "resolved"
+IVY_JARS = Path.home() / ".ivy2.5.2" / "jars"
+"""Where Spark 4's Ivy retrieves the JARs of `spark.jars.packages` (its default `spark.jars.ivy`)."""
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 PYSPARK_BUNDLED = ("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime")
 """What delta-spark drags in that PySpark already ships (a newer copy wins anyway): left out of
@@ -80,21 +83,48 @@ def jar_settings(packages: Sequence[str]) -> dict[str, str]:
         return {"spark.jars": ",".join(str(jar) for jar in _jars_in(Path(given)))}
     if resolver() == "maven":
         return {"spark.jars": ",".join(str(jar) for jar in maven_resolved(packages))}
+    known = ivy_resolved(packages)
+    if known:
+        return {"spark.jars": ",".join(str(jar) for jar in known)}
     return {"spark.jars.packages": ",".join(packages), "spark.jars.excludes": ",".join(PYSPARK_BUNDLED)}
+
+
+def ivy_resolved(packages: Sequence[str]) -> list[Path]:
+    """The files an earlier Ivy resolution of `packages` retrieved, when all are still there."""
+    listing = _cache_key_path(packages).with_suffix(".ivy")
+    if not listing.exists():
+        return []
+    jars = [Path(line) for line in listing.read_text().splitlines() if line]
+    return jars if jars and all(jar.exists() for jar in jars) else []
+
+
+def remember_ivy_resolution(packages: Sequence[str], local_jars: str) -> None:
+    """Keep the JARs Spark's Ivy retrieved for `packages`: the files it put on the driver's
+    classpath (`spark.repl.local.jars`, `file://` URIs) from its Ivy directory."""
+    jars = [entry.removeprefix("file://") for entry in local_jars.split(",") if entry]
+    retrieved = [jar for jar in jars if Path(jar).parent == IVY_JARS]
+    if retrieved and ivy_has(packages):
+        listing = _cache_key_path(packages).with_suffix(".ivy")
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        listing.write_text("\n".join(retrieved) + "\n")
+
+
+def _cache_key_path(packages: Sequence[str]) -> Path:
+    return MAVEN_CACHE / hashlib.sha256(",".join(sorted(packages)).encode()).hexdigest()[:16]
 
 
 def ivy_has(packages: Sequence[str]) -> bool:
     """Whether Spark's Ivy cache holds the JAR of each package (after a session start that
     failed: did Ivy resolve them at all?)."""
-    jars = Path.home() / ".ivy2.5.2" / "jars"
-    return all((jars / f"{group}_{artifact}-{version}.jar").exists() for group, artifact, version in _split(packages))
+    return all(
+        (IVY_JARS / f"{group}_{artifact}-{version}.jar").exists() for group, artifact, version in _split(packages)
+    )
 
 
 def maven_resolved(packages: Sequence[str]) -> list[Path]:
     """The JARs of `packages` and their runtime dependencies, resolved once by Maven into a
     directory of the cache named for the packages, then reused without Maven."""
-    key = hashlib.sha256(",".join(sorted(packages)).encode()).hexdigest()[:16]
-    target = MAVEN_CACHE / key
+    target = _cache_key_path(packages)
     if (target / ".complete").exists():
         return _jars_in(target)
     mvn = shutil.which("mvn")

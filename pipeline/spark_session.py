@@ -10,7 +10,14 @@ from typing import Mapping, Sequence
 
 from streamops.pipeline.bronze.jvm_classifier import classifier_jar
 from streamops.pipeline.exceptions import JavaNotFoundError
-from streamops.pipeline.spark_jars import JARS_DIR_ENV, RESOLVER_ENV, JarsUnresolvedError, ivy_has, jar_settings
+from streamops.pipeline.spark_jars import (
+    JARS_DIR_ENV,
+    RESOLVER_ENV,
+    JarsUnresolvedError,
+    ivy_has,
+    jar_settings,
+    remember_ivy_resolution,
+)
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -91,6 +98,8 @@ def build_spark(
                 "(docs: Running on a cluster)"
             ) from error
         raise
+    if "spark.jars.packages" in settings:
+        remember_ivy_resolution(packages, spark.sparkContext.getConf().get("spark.repl.local.jars", ""))
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(DeltaSource)
     spark.dataSource.register(LakeSink)

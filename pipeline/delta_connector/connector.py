@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, get_args
 
 import pyarrow as pa
 
@@ -259,15 +259,39 @@ def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFra
 
 
 def _flat_columns(parent: Column, struct: dict, prefix: str) -> list[Column]:
+    from pyspark.sql.types import StructType
+
     found = []
     for field in struct["fields"]:
         child = parent.getField(field["name"])
         name = prefix + column_name(field["name"])
-        if isinstance(field["type"], dict) and field["type"].get("type") == "struct":
-            found += _flat_columns(child, field["type"], name + NESTED_SEPARATOR)
-        else:
-            found.append(child.alias(name))
+        kind = field["type"]
+        if isinstance(kind, dict) and kind.get("type") == "struct":
+            found += _flat_columns(child, kind, name + NESTED_SEPARATOR)
+            continue
+        named = _column_named_type(kind)
+        if named != kind:  # objects inside arrays or maps: their keys name nested fields
+            holder = {"type": "struct", "fields": [{"name": "v", "type": named, "nullable": True, "metadata": {}}]}
+            child = child.cast(StructType.fromJson(holder).fields[0].dataType)
+        found.append(child.alias(name))
     return found
+
+
+def _column_named_type(kind: Any) -> Any:
+    """`kind` with every nested struct field named as a column is (`column_name`): delta-spark
+    refuses ` ,;{}()\\n\\t=` in any field name of a table without column mapping, where delta-rs
+    keeps them. The classifiers quarantine an object whose keys collide once named so, at every
+    depth (`unusable_key`), so the rename is one to one; Spark casts structs by position."""
+    if not isinstance(kind, dict):
+        return kind
+    if kind.get("type") == "struct":
+        fields = [{**f, "name": column_name(f["name"]), "type": _column_named_type(f["type"])} for f in kind["fields"]]
+        return {**kind, "fields": fields}
+    if kind.get("type") == "array":
+        return {**kind, "elementType": _column_named_type(kind["elementType"])}
+    if kind.get("type") == "map":
+        return {**kind, "valueType": _column_named_type(kind["valueType"])}
+    return kind
 
 
 def connector_for(name: str, spark: SparkSession) -> DeltaConnector:

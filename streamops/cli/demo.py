@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from streamops.cli.options import Subcommands, add_command
+from streamops.pipeline.delta_connector.connector import CONNECTORS
 
 DEMO_EXAMPLE = """examples:
   streamops demo                                   # until Ctrl-C; console on http://127.0.0.1:8501
@@ -39,6 +40,7 @@ def register(subcommands: Subcommands) -> None:
     demo.add_argument("--duration", type=float, metavar="SECONDS", help="stop after SECONDS (default: at Ctrl-C)")
     demo.add_argument("--console-port", type=int, default=8501, help="console port (default 8501)")
     demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
+    demo.add_argument("--delta", choices=CONNECTORS, default="embedded", help="the Delta connector (see streamops run)")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -52,5 +54,6 @@ def _demo(args: argparse.Namespace) -> int:
             duration=args.duration,
             console_port=args.console_port,
             metrics_port=args.metrics_port,
+            delta=args.delta,
         )
     )

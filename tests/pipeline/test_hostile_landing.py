@@ -63,7 +63,7 @@ def test_hostile_landing_is_fully_accounted_for(tmp_path, connector_name):
         text=True,
         timeout=600,
     )
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(run.stdout)
     assert report["failures"] == {}
 
