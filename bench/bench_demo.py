@@ -50,7 +50,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def demo_round(workdir: Path, timeout: float) -> dict:
+def demo_round(workdir: Path, timeout: float, delta: str = "embedded") -> dict:
     command = [
         sys.executable,
         "-m",
@@ -62,6 +62,8 @@ def demo_round(workdir: Path, timeout: float) -> dict:
         str(free_port()),
         "--metrics-port",
         str(free_port()),
+        "--delta",
+        delta,
     ]
     started = time.perf_counter()
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -109,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="the Delta connector")
     args = parser.parse_args()
     info = machine()
     demo, baseline = [], []
@@ -118,7 +121,7 @@ def main() -> None:
             for kind in order:
                 workdir = Path(scratch) / f"{kind}-{round_number}"
                 if kind == "demo":
-                    demo.append(demo_round(workdir, args.timeout))
+                    demo.append(demo_round(workdir, args.timeout, args.delta))
                 else:
                     baseline.append(baseline_round(workdir, args.timeout))
     firsts = [r["seconds_to_first_silver"] for r in demo]
@@ -126,6 +129,7 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "demo",
+                "delta": args.delta,
                 "machine": info,
                 "rounds": args.rounds,
                 "demo": demo,

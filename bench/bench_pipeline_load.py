@@ -42,7 +42,7 @@ from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine
 from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.delta.log import DeltaLog
 from streamops.lake_layout import LakeLayout
-from streamops.pipeline.delta_connector.connector import EmbeddedDelta
+from streamops.pipeline.delta_connector.connector import connector_for, session_needs
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
@@ -103,10 +103,12 @@ def run_layout(
     trigger: float,
     event_types: int,
     types_per_group: int,
+    delta: str = "embedded",
 ) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
-    spark = build_spark()
+    conf, packages = session_needs(delta)
+    spark = build_spark(conf=conf, packages=packages)
     types_per_group = 1 if layout == "per_type" else types_per_group
     settings = PipelineSettings(
         lake=lake,
@@ -115,7 +117,7 @@ def run_layout(
         bronze_max_files=1000,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000),
     )
-    supervisor = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
+    supervisor = Supervisor(spark, settings, connector_for(delta, spark), Unmonitored(), log=lambda line: None)
     runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
     runner.start()
     while "management" not in supervisor.supervised:
@@ -155,6 +157,7 @@ def run_layout(
     events = rate * duration
     return {
         "layout": layout,
+        "delta": delta,
         "rate": rate,
         "event_types": event_types,
         "types_per_group": types_per_group,
@@ -192,6 +195,7 @@ def main() -> None:
     parser.add_argument("--layouts", default="grouped,per_type")
     parser.add_argument("--event-types", type=int, default=300)
     parser.add_argument("--types-per-group", type=int, default=DEFAULT_TYPES_PER_GROUP, help="grouped layout")
+    parser.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="the Delta connector")
     args = parser.parse_args()
     info = machine()
     rates = [int(r) for r in args.rates.split(",")] if args.rates else [args.rate]
@@ -206,6 +210,7 @@ def main() -> None:
                 args.trigger,
                 args.event_types,
                 args.types_per_group,
+                args.delta,
             )
             for rate in rates
             for layout in args.layouts.split(",")

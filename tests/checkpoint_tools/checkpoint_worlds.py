@@ -230,11 +230,15 @@ def build_file_world(spark, root: Path, files: int = 10) -> World:
 
 
 def build_rate_world(spark, root: Path, runs: int = 3) -> World:
-    """A stateful query (count by key over the rate source), run `runs` times with Trigger.Once."""
+    """A stateful query (count by key over the rate source), run `runs` times with Trigger.Once.
+    The rate source has rows only for whole seconds elapsed since its first batch: each run
+    starts a second after the previous one, so each plans a batch."""
     lake = LakeLayout.at(root / "lake")
     checkpoint = Path(lake.checkpoint("rate_counts"))
     query_id = ""
-    for _ in range(runs):
+    for run in range(runs):
+        if run:
+            time.sleep(1.1)
         handle = None
         try:
             handle = (

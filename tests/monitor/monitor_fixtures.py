@@ -61,18 +61,23 @@ def append(table: Path, start: int, rows: int = 10) -> None:
     write_deltalake(str(table), pa.table({"id": list(range(start, start + rows))}), mode="append")
 
 
-def delta_format() -> str:
-    """The Delta streaming source these tests read with: the pipeline's embedded one where the
-    pipeline runs (PySpark 4), else delta-spark's own (the monitor's tests on PySpark 3.5)."""
+def delta_formats() -> tuple[str, ...]:
+    """The Delta streaming sources these tests read with: delta-spark's own, and the pipeline's
+    embedded one where the pipeline runs (PySpark 4; the monitor's tests run on 3.5 too)."""
     try:
         import streamops.pipeline  # noqa: F401
     except MissingExtraError:
-        return "delta"
-    return "streamops_delta"
+        return ("delta",)
+    return ("streamops_delta", "delta")
 
 
-def delta_stream(spark, table: Path, max_files: int | None = 1):
-    reader = spark.readStream.format(delta_format()).option("path", str(table))
+def delta_format() -> str:
+    """The one source tests that need only one read with: the first of `delta_formats`."""
+    return delta_formats()[0]
+
+
+def delta_stream(spark, table: Path, max_files: int | None = 1, source_format: str | None = None):
+    reader = spark.readStream.format(source_format or delta_format()).option("path", str(table))
     if max_files is not None:
         reader = reader.option("maxFilesPerTrigger", max_files)
     return reader.load()

@@ -60,7 +60,7 @@ def test_stream_families_carry_the_recorded_values():
         "description": "org.apache.spark.sql.execution.datasources.v2.python.PythonMicroBatchStreamWithTriggerAvailableNow"
     }
     assert value(catalog.SOURCE_INFO.name + "_info", source | description) == 1
-    info = stream | {"query_id": last.query_id, "run_id": last.run_id, "group": ""}
+    info = stream | {"query_id": last.query_id, "run_id": last.run_id, "group": "", "delta_connector": ""}
     assert value(catalog.STREAM_INFO.name + "_info", info) == 1
     # status is a state set: exactly one state is 1 (the recording is of a lagging stream;
     # scraped long after its last batch, with its backlog still waiting, it would be stalled)

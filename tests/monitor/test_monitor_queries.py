@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 from deltalake import DeltaTable
-from monitor_fixtures import append, delta_format, delta_stream, held_file_stream, rows_read
+from monitor_fixtures import append, delta_formats, delta_stream, held_file_stream, rows_read
 from prometheus_client.parser import text_string_to_metric_families
 from waiting import wait_until
 
@@ -33,11 +33,11 @@ def delta_source(stream: str) -> dict[str, str]:
     return {"stream": stream, "source": "0", "kind": "delta"}
 
 
-def snapshot_offset(table_id: str, version: int, index: int, last: bool) -> dict:
+def snapshot_offset(table_id: str, version: int, index: int, last: bool, source_format: str) -> dict:
     """The end offset of a batch that read file `index` of the starting snapshot at `version`.
     delta-spark moves the offset past a version once its last file is read (the next version's
     base index, -1); the embedded source stays on the last file read. Both resume the same."""
-    if last and delta_format() == "delta":
+    if last and source_format == "delta":
         return {
             "sourceVersion": 1,
             "reservoirId": table_id,
@@ -59,7 +59,8 @@ def status_of(monitor: StreamMonitor, stream: str) -> str | None:
     return verdict.status if verdict else None
 
 
-def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake):
+@pytest.mark.parametrize("source_format", delta_formats())
+def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake, source_format):
     table = lake.bronze_events  # in the lake: the monitor finds it by reservoirId, unregistered
     for i in range(3):
         append(table, 10 * i)
@@ -67,7 +68,7 @@ def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake
     monitor = StreamMonitor(spark, lake, flush_interval_s=0.2).start()
     try:
         query = (
-            delta_stream(spark, table)
+            delta_stream(spark, table, source_format=source_format)
             .writeStream.format("memory")
             .queryName("offsets_stream")
             .trigger(processingTime="0.1 seconds")
@@ -89,7 +90,7 @@ def test_progress_rows_land_in_the_delta_log_with_the_source_offsets(spark, lake
     for index, row in enumerate(batches):
         (source,) = row["sources"]
         end = json.loads(source["end_offset"])
-        assert end == snapshot_offset(table_id, 2, index, last=index == len(batches) - 1)
+        assert end == snapshot_offset(table_id, 2, index, index == len(batches) - 1, source_format)
         if previous_end is not None:
             assert json.loads(source["start_offset"]) == previous_end
         previous_end = end
@@ -178,7 +179,8 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
     assert sum(statuses.values()) == 1 and statuses["ok"] + statuses["idle"] == 1
 
 
-def test_a_slowed_stream_becomes_lagging(spark, lake):
+@pytest.mark.parametrize("source_format", delta_formats())
+def test_a_slowed_stream_becomes_lagging(spark, lake, source_format):
     table = lake.silver("slow_source")
     for i in range(4):
         append(table, 10 * i)
@@ -194,7 +196,7 @@ def test_a_slowed_stream_becomes_lagging(spark, lake):
 
     try:
         query = (
-            delta_stream(spark, table)
+            delta_stream(spark, table, source_format=source_format)
             .writeStream.foreachBatch(falls_behind)
             .queryName("slowed_stream")
             .trigger(processingTime="0.3 seconds")  # batches further apart than the log's 0.1 s re-read
@@ -209,7 +211,8 @@ def test_a_slowed_stream_becomes_lagging(spark, lake):
         monitor.stop()
 
 
-def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
+@pytest.mark.parametrize("source_format", delta_formats())
+def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake, source_format):
     table = lake.silver("blocked_source")
     for i in range(4):
         append(table, 10 * i)
@@ -225,7 +228,7 @@ def test_a_blocked_stream_with_backlog_becomes_stalled(spark, lake):
 
     try:
         query = (
-            delta_stream(spark, table)
+            delta_stream(spark, table, source_format=source_format)
             .writeStream.foreachBatch(blocked)
             .queryName("blocked_stream")
             .trigger(processingTime="0.1 seconds")
@@ -282,7 +285,8 @@ def test_a_failing_stream_is_failed_with_its_message(spark, lake):
     assert "ValueError: boom in batch 1" in row["exception"]
 
 
-def test_a_drained_stream_is_idle(spark, lake):
+@pytest.mark.parametrize("source_format", delta_formats())
+def test_a_drained_stream_is_idle(spark, lake, source_format):
     table = lake.silver("drained_source")
     append(table, 0)
     append(table, 10)
@@ -290,7 +294,7 @@ def test_a_drained_stream_is_idle(spark, lake):
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200")
     try:
         query = (
-            delta_stream(spark, table, max_files=None)
+            delta_stream(spark, table, max_files=None, source_format=source_format)
             .writeStream.format("memory")
             .queryName("drained_stream")
             .trigger(processingTime="0.1 seconds")

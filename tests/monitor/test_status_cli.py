@@ -130,6 +130,7 @@ def test_status_json_lists_every_stream_worst_first(stopped_lake, capsys):
         "reason",
         "query_id",
         "run_id",
+        "delta_connector",
         "last_batch_id",
         "last_batch_at",
         "last_event_at",
@@ -144,6 +145,7 @@ def test_status_json_lists_every_stream_worst_first(stopped_lake, capsys):
         "watermark_lag_seconds",
     }
     assert done["warnings"] == [] and done["state"] is None and done["watermark_lag_seconds"] is None
+    assert done["delta_connector"] is None, "a user's application that does not say"
     (source,) = blocked["sources"]
     assert (source["source"], source["kind"], source["measured"]) == (0, "delta", True)
     assert (source["files"], source["versions"], source["offsets"]) == (2, 2, None)

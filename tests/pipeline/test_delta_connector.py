@@ -24,10 +24,9 @@ from streamops.delta.read import read_delta
 from streamops.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import _post_commit_hooks, commit_files
 from streamops.pipeline.delta_connector.batch_writer import write_batch
-from streamops.pipeline.delta_connector.connector import EmbeddedDelta, connector_for
+from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.data_files import DataFileBuilder
 from streamops.pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
-from streamops.pipeline.exceptions import PipelineConfigError
 
 
 def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
@@ -325,13 +324,6 @@ def test_the_sink_reports_each_keys_first_flagged_row_before_any_commit(spark, t
         EmbeddedDelta().write_routes(frame, sink_plan(tmp_path / "refused", 0, first_rows=wanted), refuse)
     assert not DeltaTable.is_deltatable(str(tmp_path / "refused" / "a"))
     assert not list((tmp_path / "refused").rglob("*.parquet")), "the written files are deleted"
-
-
-def test_native_connector_without_delta_jars_is_a_one_line_error(spark):
-    with pytest.raises(PipelineConfigError, match="needs delta-spark's JARs") as raised:
-        connector_for("native", spark)
-    assert "\n" not in str(raised.value)
-    assert connector_for("embedded", spark).name == "embedded"
 
 
 def test_uncommitted_first_batch_replays_the_same_files_after_new_commits(spark, tmp_path):
