@@ -53,6 +53,7 @@ class AlertThresholds:
     late_rows_window: str = "15m"
     retention_headroom_seconds: float = 86400
     retention_headroom_for: str = "5m"
+    kafka_loss_window: str = "15m"
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,26 @@ def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[
                 f"{STATUS} for the stream's input."
             ),
             value_format="humanizePercentage",
+        ),
+        AlertRule(
+            name="KafkaOffsetsLost",
+            value=promql.kafka_offsets_lost(t.kafka_loss_window),
+            comparison=">",
+            threshold=0,
+            pending="0m",
+            severity="critical",
+            summary=(
+                f"Stream {{{{ $labels.stream }}}} lost {VALUE} offsets of topic {{{{ $labels.topic }}}} "
+                "partition {{ $labels.partition }}"
+            ),
+            description=(
+                "Kafka retention deleted records of topic {{ $labels.topic }} partition "
+                "{{ $labels.partition }} before stream {{ $labels.stream }} read them (it runs with "
+                f"--allow-data-loss, so it went on; within the last {t.kafka_loss_window}). Each lost "
+                "range is a row of <lake>/_system/kafka_data_loss: replay those offsets from their "
+                f"producer, and lengthen the topic's retention.ms or speed up the stream ({STATUS} "
+                "shows how far behind it is)."
+            ),
         ),
         AlertRule(
             name="SourceLagEstimateHigh",

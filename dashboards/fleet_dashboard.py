@@ -12,7 +12,7 @@ from grafana_foundation_sdk.models import dashboard as models
 from streamops.dashboards import panels, promql
 from streamops.dashboards.backlog_panels import with_backlog_panels
 from streamops.dashboards.exposition import state_label
-from streamops.dashboards.promql import FLEET
+from streamops.dashboards.promql import DASHBOARD_RANGE, FLEET
 from streamops.dashboards.stream_health_panels import with_fleet_health_panels
 from streamops.monitor.metric_catalog import (
     BACKLOG_SECONDS,
@@ -222,6 +222,19 @@ def build_fleet_dashboard() -> models.Dashboard:
                 f"{promql.schema_alerts_in_range(FLEET)} > 0",
                 ((None, "orange"),),
                 legend="{{event_type}}",
+                width=8,
+                height=10,
+            )
+        )
+        .with_panel(
+            panels.ranking(
+                "Kafka offsets lost",
+                "Kafka offsets streams run with --allow-data-loss skipped in the selected time range "
+                "because retention deleted them first (rows in _system/kafka_data_loss).",
+                "none",
+                f"{promql.kafka_offsets_lost(DASHBOARD_RANGE, FLEET)} > 0",
+                ((None, "red"),),
+                legend="{{stream}} {{topic}}/{{partition}}",
                 width=8,
                 height=10,
             )

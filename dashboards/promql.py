@@ -21,6 +21,7 @@ from streamops.monitor.metric_catalog import (
     EVENT_TYPE_SCHEMA_VERSION,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
+    KAFKA_LOST_OFFSETS,
     LAST_PROGRESS,
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
@@ -172,6 +173,11 @@ def failing(window: str, scope: Scope = UNSCOPED) -> str:
 
 def schema_alerts_recent(window: str, scope: Scope = UNSCOPED) -> str:
     return f"sum by (event_type) ({recent_increase(SCHEMA_ALERTS, window, scope)})"
+
+
+def kafka_offsets_lost(window: str, scope: Scope = UNSCOPED) -> str:
+    """Kafka offsets each stream's partitions lost to retention within `window`."""
+    return f"sum by (stream, topic, partition) ({recent_increase(KAFKA_LOST_OFFSETS, window, scope)})"
 
 
 def quarantine_ratio(window: str, scope: Scope = UNSCOPED) -> str:

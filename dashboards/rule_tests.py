@@ -22,6 +22,7 @@ from streamops.monitor.metric_catalog import (
     BACKLOG_SECONDS,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
+    KAFKA_LOST_OFFSETS,
     LAST_PROGRESS,
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
@@ -304,6 +305,26 @@ CASES: tuple[RuleCase, ...] = (
                     Firing(
                         {"stream": "lagging"},
                         "Unread source data of stream lagging can be deleted by retention in 23h 50m 0s",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="KafkaOffsetsLost",
+        input_series=(
+            series(KAFKA_LOST_OFFSETS, "_x3 120x12", stream="bronze", topic="events", partition="1"),
+            series(KAFKA_LOST_OFFSETS, "0x15", stream="bronze", topic="events", partition="0"),
+            series(KAFKA_LOST_OFFSETS, "0x15", stream="orders", topic="orders", partition="0"),
+        ),
+        evaluations=(
+            ("2m", ()),
+            (
+                "5m",
+                (
+                    Firing(
+                        {"partition": "1", "stream": "bronze", "topic": "events"},
+                        "Stream bronze lost 120 offsets of topic events partition 1",
                     ),
                 ),
             ),

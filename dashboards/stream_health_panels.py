@@ -21,6 +21,7 @@ from streamops.monitor.metric_catalog import (
     BACKLOG_MAX_PARTITION_OFFSETS,
     BACKLOG_OFFSETS,
     EVENT_TIME_MAX_LAG,
+    PARTITION_BACKLOG_OFFSETS,
     ROCKSDB_CHECKPOINT_BYTES,
     ROCKSDB_COMMIT_SECONDS,
     ROCKSDB_SST_BYTES,
@@ -90,6 +91,18 @@ def with_stream_health_panels(builder: Dashboard, scope: promql.Scope) -> Dashbo
                 promql.per_source(BACKLOG_MAX_PARTITION_OFFSETS, scope),
                 SOURCE_LEGEND,
                 width=8,
+            )
+        )
+        .with_panel(
+            panels.series_panel(
+                "Kafka lag by partition",
+                "Records each partition of a Kafka source is behind the broker's latest offset (as the "
+                "source last saw it) after the stream's last batch; what Burrow or kafka_exporter show "
+                "for a consumer group that commits.",
+                "none",
+                promql.per_source(PARTITION_BACKLOG_OFFSETS, scope, "topic", "partition"),
+                SOURCE_LEGEND + " {{topic}}/{{partition}}",
+                width=12,
             )
         )
         .with_panel(

@@ -14,6 +14,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "CATALOG": "metric_catalog",
+        "KafkaGroupCommits": "kafka_groups",
         "MonitorError": "exceptions",
         "ProgressLog": "progress_log",
         "QueryProgress": "progress_event",

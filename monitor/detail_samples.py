@@ -37,6 +37,8 @@ def add_source_samples(add: Add, view: StreamView) -> None:
         ):
             if value is not None:
                 add(spec, labels, value)
+        for topic, partition, behind in lag.partitions:
+            add(catalog.PARTITION_BACKLOG_OFFSETS, labels + [topic, str(partition)], behind)
         for retention, headroom in zip(RETENTION_KINDS, (lag.retention_files_seconds, lag.retention_log_seconds)):
             if headroom is not None:
                 add(catalog.SOURCE_RETENTION_HEADROOM, labels + [retention], headroom)

@@ -91,6 +91,8 @@ class FleetCollector(Collector):
                 add(catalog.EVENT_TYPE_FRESHNESS, labels, max(0.0, now - et.max_event_time))
         for stream, reason, rows in snapshot.quarantined:
             add(catalog.QUARANTINED_ROWS, [stream, reason], rows)
+        for stream, topic, partition, offsets in snapshot.kafka_lost:
+            add(catalog.KAFKA_LOST_OFFSETS, [stream, topic, str(partition)], offsets)
         for event_type, count in snapshot.schema_alerts:
             add(catalog.SCHEMA_ALERTS, [event_type], count)
         add(catalog.MONITOR_EVENTS_DROPPED, [], snapshot.dropped_events)

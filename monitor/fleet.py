@@ -110,6 +110,7 @@ class FleetSnapshot:
     schema_alerts: tuple[tuple[str, int], ...]
     dropped_events: int = 0
     progress_log_failures: int = 0
+    kafka_lost: tuple[tuple[str, str, int, int], ...] = ()
 
 
 @dataclass
@@ -117,6 +118,7 @@ class _Counters:
     quarantined: dict[tuple[str, str], int] = field(default_factory=dict)
     schema_alerts: dict[str, int] = field(default_factory=dict)
     progress_log_failures: int = 0
+    kafka_lost: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
 
 class Fleet:
@@ -221,6 +223,11 @@ class Fleet:
             key = (stream, reason)
             self._counters.quarantined[key] = self._counters.quarantined.get(key, 0) + rows
 
+    def record_kafka_data_loss(self, stream: str, topic: str, partition: int, offsets: int) -> None:
+        with self._lock:
+            key = (stream, topic, partition)
+            self._counters.kafka_lost[key] = self._counters.kafka_lost.get(key, 0) + offsets
+
     def record_schema_alert(self, event_type: str) -> None:
         with self._lock:
             alerts = self._counters.schema_alerts
@@ -252,9 +259,10 @@ class Fleet:
                 for v in self._event_types.values()
             )
             quarantined = tuple((s, r, n) for (s, r), n in self._counters.quarantined.items())
+            kafka_lost = tuple((s, t, p, n) for (s, t, p), n in self._counters.kafka_lost.items())
             alerts = tuple(self._counters.schema_alerts.items())
             failures = self._counters.progress_log_failures
-        return FleetSnapshot(streams, event_types, quarantined, alerts, dropped_events, failures)
+        return FleetSnapshot(streams, event_types, quarantined, alerts, dropped_events, failures, kafka_lost)
 
     def _view(self, state: _StreamState) -> StreamView:
         reading = state.reading

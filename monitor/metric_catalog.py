@@ -139,6 +139,13 @@ BACKLOG_MAX_PARTITION_OFFSETS = MetricSpec(
     "Records the most lagging partition of the source is behind its latest offset",
     SOURCE,
 )
+PARTITION_BACKLOG_OFFSETS = MetricSpec(
+    "streamops_source_partition_backlog_offsets",
+    "gauge",
+    "Records behind the latest offset in one partition of a Kafka-shaped source (the broker's latest "
+    "offset, as the source last saw it, minus the offset the stream processed up to)",
+    SOURCE + ("topic", "partition"),
+)
 BACKLOG_ESTIMATED_SECONDS = MetricSpec(
     "streamops_stream_backlog_estimated_seconds",
     "gauge",
@@ -255,6 +262,13 @@ EVENT_TYPE_FRESHNESS = MetricSpec(
 QUARANTINED_ROWS = MetricSpec(
     "streamops_quarantined_rows_total", "counter", "Rows sent to quarantine, by reason", STREAM + ("reason",)
 )
+KAFKA_LOST_OFFSETS = MetricSpec(
+    "streamops_kafka_lost_offsets_total",
+    "counter",
+    "Kafka offsets a stream run with --allow-data-loss skipped because retention deleted them before "
+    "they were read (each range is in _system/kafka_data_loss)",
+    STREAM + ("topic", "partition"),
+)
 SCHEMA_ALERTS = MetricSpec(
     "streamops_schema_alerts_total",
     "counter",
@@ -304,6 +318,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     BACKLOG_SECONDS,
     BACKLOG_OFFSETS,
     BACKLOG_MAX_PARTITION_OFFSETS,
+    PARTITION_BACKLOG_OFFSETS,
     BACKLOG_ESTIMATED_SECONDS,
     SOURCE_RETENTION_HEADROOM,
     SOURCE_CHANGE_COMMITS,
@@ -324,6 +339,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     EVENT_TYPE_SCHEMA_VERSION,
     EVENT_TYPE_FRESHNESS,
     QUARANTINED_ROWS,
+    KAFKA_LOST_OFFSETS,
     SCHEMA_ALERTS,
     STREAM_FAILURES,
     MONITOR_EVENTS_DROPPED,

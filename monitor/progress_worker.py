@@ -16,6 +16,7 @@ from typing import Any, Callable
 from streamops.monitor.event_queue import EventQueue, FlushRequest, RawEvent
 from streamops.monitor.exceptions import ProgressEventError
 from streamops.monitor.fleet import Fleet
+from streamops.monitor.kafka_groups import KafkaGroupPublisher
 from streamops.monitor.progress_event import QueryIdle, QueryProgress, parse_event
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import row_of
@@ -39,6 +40,7 @@ class ProgressWorker:
         idle_log_interval_s: float = IDLE_LOG_INTERVAL_S,
         maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
         clock: Callable[[], float] = time.time,
+        kafka_groups: KafkaGroupPublisher | None = None,
     ) -> None:
         if flush_interval_s <= 0:
             raise ValueError(f"flush_interval_s must be positive, got {flush_interval_s}")
@@ -50,6 +52,7 @@ class ProgressWorker:
         self._idle_log_interval_s = idle_log_interval_s
         self._maintenance_interval_s = maintenance_interval_s
         self._clock = clock
+        self._kafka_groups = kafka_groups
         self._rows: list[dict[str, Any]] = []
         self._idle_logged_at: dict[str, float] = {}
         self._stop = threading.Event()
@@ -131,6 +134,8 @@ class ProgressWorker:
         if isinstance(event, QueryProgress):
             reading = self._measure(event)
         stream = self._fleet.apply(event, reading) or event.query_id
+        if self._kafka_groups is not None and isinstance(event, QueryProgress):
+            self._kafka_groups.publish(stream, event)
         if isinstance(event, QueryIdle) and not self._log_idle(stream, raw.received_at):
             return
         if isinstance(event, QueryProgress):

@@ -48,11 +48,14 @@ class ReportedLag:
     files: int | None = None
     bytes: int | None = None
     seconds: float | None = None
+    partitions: tuple[tuple[str, int, int], ...] = ()
+    """(topic, partition, records behind) of each partition both offsets name."""
 
 
 def reported_lag(source: SourceProgress) -> ReportedLag:
     metrics = source.metric_values()
-    behind = _partition_lags(source.end_offset, source.latest_offset)
+    by_partition = _partition_lags(source.end_offset, source.latest_offset)
+    behind = None if by_partition is None else list(by_partition.values())
     max_partition = _first_int(metrics, (MAX_OFFSETS_BEHIND,))
     if behind is not None:
         offsets: int | None = sum(behind)
@@ -68,6 +71,7 @@ def reported_lag(source: SourceProgress) -> ReportedLag:
         files=_first_int(metrics, FILES_OUTSTANDING),
         bytes=_first_int(metrics, BYTES_OUTSTANDING),
         seconds=None if ms is None else ms / 1000.0,
+        partitions=tuple((topic, partition, lag) for (topic, partition), lag in sorted((by_partition or {}).items())),
     )
 
 
@@ -82,7 +86,7 @@ class SourceLag:
     stream's tip). None means unknown, never zero. For a Delta source the monitor measured,
     `retention_files_seconds` / `retention_log_seconds` are the time left before VACUUM / log
     cleanup may remove its oldest unread data, and `change_commits` its unread commits that are
-    not appends."""
+    not appends. `partitions` are (topic, partition, records behind) for a Kafka-shaped source."""
 
     source: int
     kind: SourceKind
@@ -98,6 +102,7 @@ class SourceLag:
     retention_files_seconds: float | None = None
     retention_log_seconds: float | None = None
     change_commits: tuple[ChangeCommit, ...] = ()
+    partitions: tuple[tuple[str, int, int], ...] = ()
 
 
 def source_lag(source_id: int, source: SourceProgress, measured: Backlog | None, pending: bool | None) -> SourceLag:
@@ -110,6 +115,7 @@ def source_lag(source_id: int, source: SourceProgress, measured: Backlog | None,
         "description": description_label(source.description),
         "offsets": reported.offsets,
         "max_partition_offsets": reported.max_partition_offsets,
+        "partitions": reported.partitions,
     }
     if measured is not None:
         return SourceLag(
@@ -151,7 +157,7 @@ def estimated_seconds(offsets: int | None, rate: float | None) -> float | None:
     return offsets / rate if rate else None
 
 
-def _partition_lags(end: str | None, latest: str | None) -> list[int] | None:
+def _partition_lags(end: str | None, latest: str | None) -> dict[tuple[str, int], int] | None:
     """latest - end per topic partition, when both offsets are Kafka-shaped. A partition the
     end offset does not name yet (added since the batch) is left out until a batch reads it."""
     if end is None or latest is None:
@@ -159,12 +165,12 @@ def _partition_lags(end: str | None, latest: str | None) -> list[int] | None:
     end_offset, latest_offset = classify_offset(end), classify_offset(latest)
     if end_offset.kind != "kafka" or latest_offset.kind != "kafka":
         return None
-    lags = []
+    lags = {}
     for topic, partitions in latest_offset.value.items():
         read = end_offset.value.get(topic, {})
         for partition, newest in partitions.items():
             if partition in read:
-                lags.append(max(0, newest - read[partition]))
+                lags[(topic, int(partition))] = max(0, newest - read[partition])
     return lags
 
 

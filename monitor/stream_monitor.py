@@ -30,6 +30,7 @@ from streamops.monitor.event_queue import EventQueue, RawEvent
 from streamops.monitor.exceptions import MonitorError
 from streamops.monitor.exporter import FleetCollector, MetricsServer, serve_metrics
 from streamops.monitor.fleet import Fleet, TableCommit
+from streamops.monitor.kafka_groups import KafkaGroupCommits, KafkaGroupPublisher
 from streamops.monitor.metric_catalog import DEFAULT_METRICS_HOST
 from streamops.monitor.progress_event import EventKind, QueryStarted
 from streamops.monitor.progress_log import ProgressLog
@@ -63,12 +64,14 @@ class StreamMonitor:
         registry: CollectorRegistry | None = None,
         time_callbacks: bool = False,
         delta_connector: str | None = None,
+        kafka_groups: KafkaGroupCommits | None = None,
     ) -> None:
         """`lake=None` keeps no progress log (metrics only). `metrics_port=None` serves no HTTP
         endpoint (the metrics are still in `registry`), 0 picks a free port. `registry` defaults
         to a fresh one per monitor. `delta_connector` names the Delta connector the application
         runs on (the pipeline passes `native` or `embedded`): kept on every progress-log row and
-        in `streamops_stream_info`."""
+        in `streamops_stream_info`. `kafka_groups` names streams whose Kafka position is committed
+        to a consumer group after each batch, so Kafka's tools see them (monitor/kafka_groups.py)."""
         self.spark = spark
         self.lake = lake = None if lake is None else LakeLayout.at(lake)
         self.policy = policy
@@ -79,7 +82,14 @@ class StreamMonitor:
         self._fleet = Fleet(policy, delta_connector or "")
         self._backlog = SourceBacklog(lake)
         self.progress_log = ProgressLog(lake.query_progress, retention_days) if lake is not None else None
-        self._worker = ProgressWorker(self._queue, self._fleet, self._backlog, self.progress_log, flush_interval_s)
+        self._worker = ProgressWorker(
+            self._queue,
+            self._fleet,
+            self._backlog,
+            self.progress_log,
+            flush_interval_s,
+            kafka_groups=None if kafka_groups is None else KafkaGroupPublisher(kafka_groups),
+        )
         self._collector = FleetCollector(
             self._fleet,
             lambda: self._queue.dropped,
@@ -183,6 +193,10 @@ class StreamMonitor:
 
     def record_schema_alert(self, event_type: str) -> None:
         self._fleet.record_schema_alert(event_type)
+
+    def record_kafka_data_loss(self, stream: str, topic: str, partition: int, offsets: int) -> None:
+        """`offsets` of a Kafka partition `stream` skipped because retention deleted them."""
+        self._fleet.record_kafka_data_loss(stream, topic, partition, offsets)
 
     # -- what the monitor knows -----------------------------------------------------------------
 

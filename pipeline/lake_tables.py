@@ -17,6 +17,15 @@ from streamops.pipeline.exceptions import LakeTableError
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
+KAFKA_RECORD_FIELDS = [
+    ("kafka_topic", pa.string()),
+    ("kafka_partition", pa.int32()),
+    ("kafka_offset", pa.int64()),
+    ("kafka_timestamp", UTC_TIMESTAMP),
+    ("kafka_key", pa.binary()),
+]
+"""The Kafka record a bronze or quarantine row came from; null for a landing file's line."""
+
 BRONZE_SCHEMA = pa.schema(
     [
         ("event_type", pa.string()),
@@ -27,6 +36,7 @@ BRONZE_SCHEMA = pa.schema(
         ("ingest_time", UTC_TIMESTAMP),
         ("source_file", pa.string()),
         ("batch_id", pa.int64()),
+        *KAFKA_RECORD_FIELDS,
     ]
 )
 
@@ -42,6 +52,7 @@ QUARANTINE_SCHEMA = pa.schema(
         ("raw_bytes", pa.binary()),
         ("source_file", pa.string()),
         ("ingest_time", UTC_TIMESTAMP),
+        *KAFKA_RECORD_FIELDS,
     ]
 )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from streamops.checkpoint.kafka_positions import LostRange
 from streamops.lake_layout import BRONZE_STREAM, silver_stream
 from streamops.monitor.fleet import TableCommit
 from streamops.pipeline.registry.schema_alerts import SchemaAlert
@@ -29,6 +30,8 @@ class BronzeBatchResult:
     bronze_rows: int
     quarantined: dict[str, int]
     new_variations: int
+    kafka_lost: tuple[LostRange, ...] = ()
+    """Kafka offsets the batch could not read (retention deleted them; --allow-data-loss)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class MonitorEvents:
     def bronze_committed(self, result: BronzeBatchResult, max_event_time: float | None) -> None:
         for reason, rows in result.quarantined.items():
             self.monitor.record_quarantine(BRONZE_STREAM, reason, rows)
+        for lost in result.kafka_lost:
+            self.monitor.record_kafka_data_loss(BRONZE_STREAM, lost.topic, lost.partition, lost.count)
         if max_event_time is not None:
             self.monitor.record_stream_event_time(BRONZE_STREAM, max_event_time)
 

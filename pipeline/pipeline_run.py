@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from streamops.lake_layout import LakeLayout, LakeLike
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
+from streamops.pipeline.bronze.line_sources import KafkaInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
+from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.spark_jars import kafka_package
 from streamops.pipeline.spark_session import build_spark
 from streamops.pipeline.supervisor import PipelineSettings, RunReport, Stages, Supervisor
 
@@ -25,7 +28,7 @@ class RunOptions:
     first run). `stages`: the hops this process runs (bronze, silver or all)."""
 
     lake: LakeLike
-    landing: Path
+    landing: Path | None = None
     until_idle: bool = False
     duration: float | None = None
     trigger_seconds: float = 5.0
@@ -36,6 +39,10 @@ class RunOptions:
     delta: ConnectorName = "embedded"
     master: str | None = None
     stages: Stages = "all"
+    kafka: KafkaInput | None = None
+    """Bronze reads these Kafka topics instead of `landing` (one of the two)."""
+    kafka_consumer_group: str | None = None
+    """Commit bronze's Kafka position to this consumer group after each batch (Kafka's tools see it)."""
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
@@ -49,7 +56,11 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
 
     require_writable_lake(LakeLayout.at(options.lake).root.local_path)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
+    if (options.landing is None) == (options.kafka is None):
+        raise PipelineConfigError("give the pipeline one input: --landing DIR, or --kafka-bootstrap with --topics")
     conf, packages = session_needs(options.delta)
+    if options.kafka is not None:
+        packages = [*packages, kafka_package()]
     spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
         return _run_with(spark, options, on_start)
@@ -58,17 +69,35 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
             spark.stop()
 
 
+def _kafka_groups(options: RunOptions):
+    """The consumer group bronze publishes its position to, when asked for."""
+    from streamops.monitor.kafka_groups import KafkaGroupCommits
+
+    if options.kafka_consumer_group is None:
+        return None
+    if options.kafka is None:
+        raise PipelineConfigError("--kafka-consumer-group needs bronze to read Kafka (--kafka-bootstrap)")
+    groups = {BRONZE_STREAM: options.kafka_consumer_group}
+    return KafkaGroupCommits(options.kafka.bootstrap, groups, options.kafka.client_config)
+
+
 def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supervisor], None] | None) -> RunReport:
     from streamops.monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(options.lake)
     monitor = StreamMonitor(
-        spark, lake, metrics_port=options.metrics_port, metrics_host=options.metrics_host, delta_connector=options.delta
+        spark,
+        lake,
+        metrics_port=options.metrics_port,
+        metrics_host=options.metrics_host,
+        delta_connector=options.delta,
+        kafka_groups=_kafka_groups(options),
     )
     monitor.start()
     settings = PipelineSettings(
         lake=lake,
-        landing=Path(options.landing).expanduser().resolve(),
+        landing=None if options.landing is None else Path(options.landing).expanduser().resolve(),
+        kafka=options.kafka,
         trigger_seconds=options.trigger_seconds,
         bronze_max_files=options.bronze_max_files,
         silver=options.silver,

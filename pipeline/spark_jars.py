@@ -3,7 +3,7 @@
 - delta-spark, for the native Delta connector: `io.delta:delta-spark_<Spark major.minor>_2.13`
   at the version of the installed `delta-spark` pip package, named and requested exactly as
   delta-spark's own `configure_spark_with_delta_pip` does;
-- further packages a run asks for (`extra`): Spark's Kafka connector, Hadoop's S3A.
+- further packages a run asks for: Spark's Kafka connector (`kafka_package`), Hadoop's S3A.
 
 By default Spark resolves them itself (`spark.jars.packages`, Ivy, Spark's Ivy cache in the
 home directory): the first run downloads them from Maven Central and the list of files Ivy
@@ -13,8 +13,10 @@ retrieved is remembered (`~/.cache/streamops/jars/`), so later runs hand Spark t
 to it):
 
 - `STREAMOPS_JARS_RESOLVER=maven`: resolve with Maven (`mvn dependency:copy-dependencies`, which
-  honours `settings.xml`) into `~/.cache/streamops/jars/<packages>/`, and hand Spark the files
-  (`spark.jars`); a later run reuses the directory without Maven;
+  honours `settings.xml`) into `~/.cache/streamops/jars/resolved/<packages>/`, and hand Spark the
+  files (`spark.jars`); a later run reuses the directory without Maven. Maven's downloads go to a
+  repository of their own beside it, not `~/.m2`: Spark's Ivy looks in `~/.m2` first and takes a
+  pom there without its JAR for a broken module;
 - `STREAMOPS_JARS_DIR=DIR`: use the JARs in DIR as they are (an air-gapped cluster: copy such a
   directory, or Spark's Ivy `jars/` directory, from a machine that could resolve them).
 """
@@ -64,6 +66,13 @@ def delta_spark_package() -> str:
         ) from missing
     spark_minor = ".".join(pyspark.__version__.split(".")[:2])
     return f"io.delta:delta-spark_{spark_minor}_{SCALA}:{delta_version}"
+
+
+def kafka_package() -> str:
+    """Spark's own Kafka connector, at the installed PySpark's version."""
+    import pyspark
+
+    return f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{pyspark.__version__}"
 
 
 def resolver() -> Resolver:
@@ -138,8 +147,8 @@ def maven_resolved(packages: Sequence[str]) -> list[Path]:
         pom.write_text(_pom(packages))
         staging = Path(scratch) / "lib"
         done = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(pom), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-             f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+            [mvn, "-B", "-q", "-f", str(pom), f"-Dmaven.repo.local={MAVEN_CACHE / 'm2'}",
+             f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
             capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         if done.returncode != 0:

@@ -28,6 +28,8 @@ from streamops.pipeline.bronze.bronze_stream import (
     create_bronze_tables,
     start_bronze,
 )
+from streamops.pipeline.bronze.kafka_retention import check_retention
+from streamops.pipeline.bronze.line_sources import KafkaInput
 from streamops.pipeline.delta_connector.connector import DeltaConnector
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from streamops.pipeline.query_restarts import QueryRestarts, Supervised, first_line
@@ -52,11 +54,13 @@ class PipelineSettings:
     holds; `all` both. The hops can run as separate applications or on separate clusters."""
 
     lake: LakeLayout
-    landing: Path
+    landing: Path | None
     trigger_seconds: float = 5.0
     bronze_max_files: int = 100
     silver: SilverSettings = SilverSettings()
     stages: Stages = "all"
+    kafka: KafkaInput | None = None
+    """Bronze reads these Kafka topics instead of `landing`."""
 
     @property
     def runs_bronze(self) -> bool:
@@ -124,9 +128,13 @@ class Supervisor:
 
     def _start_bronze(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(BRONZE_STREAM)
-        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done)
+        kafka = self.settings.kafka
+        if kafka is not None and not kafka.allow_data_loss:
+            check_retention(self.lake.checkpoint(BRONZE_STREAM), kafka, BRONZE_STREAM)
+        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done, kafka)
         settings = BronzeSettings(
-            landing=self.settings.landing,
+            landing=self.settings.landing or Path("."),
+            kafka=kafka,
             trigger_seconds=self.settings.trigger_seconds,
             max_files_per_trigger=self.settings.bronze_max_files,
             available_now=available_now,

@@ -16,13 +16,14 @@ from typing import Literal
 
 from streamops.exceptions import StreamopsError
 
-Extra = Literal["monitor", "pipeline", "console", "dashboards"]
+Extra = Literal["monitor", "pipeline", "console", "dashboards", "kafka"]
 
 EXTRA_MODULES: dict[Extra, tuple[str, ...]] = {
     "monitor": ("prometheus_client",),
     "pipeline": ("pyspark", "prometheus_client", "delta"),
     "console": ("streamlit", "altair"),
     "dashboards": ("grafana_foundation_sdk", "yaml"),
+    "kafka": ("confluent_kafka",),
 }
 """Import names each extra makes importable (the monitor uses the PySpark the user runs)."""
 

@@ -112,6 +112,11 @@ class LakeLayout:
         return self.system_root / "schema_alerts"
 
     @property
+    def kafka_data_loss(self) -> Location:
+        """Kafka offsets a stream run with --allow-data-loss never read (retention deleted them)."""
+        return self.system_root / "kafka_data_loss"
+
+    @property
     def event_groups(self) -> Location:
         return self.system_root / "event_groups"
 

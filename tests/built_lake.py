@@ -49,7 +49,7 @@ def build_lake(spark, root: Path) -> BuiltLake:
         )
         supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda _: None)
         report = supervisor.run_until_idle()
-        assert report.failures == {}
+        assert report.failures == {}, report.failures
         _run_failing_query(spark, lake)
         assert monitor.flush()
     finally:

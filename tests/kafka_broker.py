@@ -26,13 +26,16 @@ import subprocess
 import time
 from pathlib import Path
 
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA_LIB = Path(os.environ.get("STREAMOPS_KAFKA_LIB") or ROOT / ".tools" / "kafka" / "lib")
 LOG4J_CONFIG = ROOT / ".ci" / "kafka" / "log4j2.properties"
 INSTALL_COMMAND = (
-    "mvn -B -q -f .ci/kafka/pom.xml org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
+    'mvn -B -q -f .ci/kafka/pom.xml -Dmaven.repo.local="$PWD/.tools/m2"'
+    " org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
     ' -DoutputDirectory="$PWD/.tools/kafka/lib" -DincludeScope=runtime'
 )
 HOST = "127.0.0.1"
@@ -79,7 +82,7 @@ class KafkaBroker:
         self.log = self.workdir / "broker.log"
         self.port = self.controller_port = 0
         self._process: subprocess.Popen | None = None
-        self._admin_client = None
+        self._admin_client: AdminClient | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -96,10 +99,14 @@ class KafkaBroker:
     def start(self) -> KafkaBroker:
         """Format the data directory (first start only), then start on fresh ports and wait until
         the broker serves requests."""
+        if self._process is not None:
+            raise KafkaBrokerError(f"the Kafka broker is already running on {self.bootstrap}")
         if not any(KAFKA_LIB.glob("kafka_2.13-*.jar")):
             raise KafkaBrokerError(f"no Kafka jars in {KAFKA_LIB}: run `{INSTALL_COMMAND}` (as .ci/run does)")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port, self.controller_port = free_port(), free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
         properties = self.workdir / "server.properties"
         properties.write_text("".join(f"{key}={value}\n" for key, value in self._config().items()))
         try:
@@ -142,9 +149,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": 1,
             "share.coordinator.state.topic.min.isr": 1,
         }
-        if self.log_retention_check_ms is not None:
+        if self.log_retention_check_ms is not None:  # retention tests: delete as soon as it is due
             config["log.retention.check.interval.ms"] = self.log_retention_check_ms
             config["log.segment.delete.delay.ms"] = 0
+            config["log.initial.task.delay.ms"] = 0  # else the first retention check waits 30 s after a start
         return config
 
     def _java(self, main_class: str, *args: str) -> list[str]:
@@ -182,8 +190,6 @@ class KafkaBroker:
             time.sleep(0.2)
 
     def _lists_itself(self) -> bool:
-        from confluent_kafka import KafkaException
-
         try:
             cluster = self._admin().describe_cluster(request_timeout=5).result()
         except KafkaException:
@@ -208,9 +214,7 @@ class KafkaBroker:
         self.stop()
         self.start()
 
-    def _admin(self):
-        from confluent_kafka.admin import AdminClient
-
+    def _admin(self) -> AdminClient:
         if self._admin_client is None:
             self._admin_client = AdminClient(self._client_config())
         return self._admin_client
@@ -220,8 +224,6 @@ class KafkaBroker:
 
     def create_topic(self, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
         """Create the topic and wait until every partition has a leader."""
-        from confluent_kafka.admin import NewTopic
-
         topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
         futures = self._admin().create_topics(
             [topic], operation_timeout=REQUEST_SECONDS, request_timeout=REQUEST_SECONDS
@@ -250,8 +252,6 @@ class KafkaBroker:
     ) -> None:
         """Write the records (a None value is a tombstone) and wait until all are acknowledged.
         Without `partition` the default partitioner picks it (by key, when there is one)."""
-        from confluent_kafka import Producer
-
         if keys is not None and len(keys) != len(values):
             raise ValueError(f"{len(keys)} keys for {len(values)} values")
         failures: list[str] = []
@@ -270,27 +270,19 @@ class KafkaBroker:
 
     def latest_offsets(self, topic: str) -> dict[int, int]:
         """The high watermark (the next offset to be written) of each partition."""
-        from confluent_kafka.admin import OffsetSpec
-
         return self._list_offsets(topic, OffsetSpec.latest())
 
     def earliest_offsets(self, topic: str) -> dict[int, int]:
         """The first offset still in the log of each partition (moves up as retention deletes)."""
-        from confluent_kafka.admin import OffsetSpec
-
         return self._list_offsets(topic, OffsetSpec.earliest())
 
-    def _list_offsets(self, topic: str, spec) -> dict[int, int]:
-        from confluent_kafka import TopicPartition
-
+    def _list_offsets(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
         request = {TopicPartition(topic, partition): spec for partition in self._partitions(topic)}
         futures = self._admin().list_offsets(request, request_timeout=REQUEST_SECONDS)
         return {tp.partition: future.result().offset for tp, future in futures.items()}
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """The offsets the consumer group has committed: {(topic, partition): offset}."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
         futures = self._admin().list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)], request_timeout=REQUEST_SECONDS
         )
@@ -298,16 +290,17 @@ class KafkaBroker:
         return {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0}
 
     def describe_group_cli(self, group: str) -> str:
-        """What Kafka's own `kafka-consumer-groups --describe` prints for the group (its stdout)."""
+        """What Kafka's own `kafka-consumer-groups --describe` prints for the group (its stdout).
+        The tool exits 0 when it fails (an unknown group, say) and prints "Error: ..." to
+        stdout: that raises here."""
         command = self._java(GROUP_COMMAND, "--bootstrap-server", self.bootstrap, "--describe", "--group", group)
         answer = subprocess.run(
             command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_SECONDS
         )
-        if answer.returncode != 0:
-            raise KafkaBrokerError(
-                f"kafka-consumer-groups --describe --group {group} exited with {answer.returncode}: "
-                + " | ".join(answer.stderr.strip().splitlines()[-3:])
-            )
+        failed = answer.stdout.lstrip().startswith("Error:")
+        if answer.returncode != 0 or failed:
+            why = answer.stdout.strip() if failed else " | ".join(answer.stderr.strip().splitlines()[-3:])
+            raise KafkaBrokerError(f"kafka-consumer-groups --describe --group {group} failed: {why}")
         return answer.stdout
 
 

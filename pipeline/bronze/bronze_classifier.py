@@ -23,6 +23,7 @@ from streamops.pipeline.bronze.record_rules import (
     EVENT_TYPE_FIELD,
     MAX_DEPTH,
     MAX_RECORD_BYTES,
+    TOMBSTONE_DETAIL,
     UTF8_BOM,
 )
 from streamops.pipeline.bronze.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
@@ -32,8 +33,16 @@ from streamops.pipeline.worker_gc import freeze_imported_objects
 CLASSIFIED_SCHEMA = (
     "event_type string, event_id string, event_time_text string, schema_hash string, "
     "payload binary, source_file string, source_mtime timestamp, quarantine_reason string, "
-    "quarantine_detail string"
+    "quarantine_detail string, kafka_key binary, kafka_topic string, kafka_partition int, kafka_offset bigint"
 )
+KAFKA_FIELDS = [
+    ("kafka_key", pa.binary()),
+    ("kafka_topic", pa.string()),
+    ("kafka_partition", pa.int32()),
+    ("kafka_offset", pa.int64()),
+]
+"""Where a line read from Kafka came from, carried through classification unchanged (null for
+a line of a landing file)."""
 CLASSIFIED_FIELDS = [
     ("event_type", pa.string()),
     ("event_id", pa.string()),
@@ -44,6 +53,7 @@ CLASSIFIED_FIELDS = [
     ("source_mtime", pa.timestamp("us", tz="UTC")),
     ("quarantine_reason", pa.string()),
     ("quarantine_detail", pa.string()),
+    *KAFKA_FIELDS,
 ]
 _ARROW_SCHEMA = pa.schema(CLASSIFIED_FIELDS)
 _WHITESPACE = b" \t\r\n"
@@ -80,7 +90,7 @@ def judge_line(
 ) -> LineVerdict:
     """The bronze verdict for one landing line (see the module docstring for the order)."""
     if line is None:
-        return LineVerdict(None, "empty_line")
+        return LineVerdict(None, "tombstone", TOMBSTONE_DETAIL)
     payload = strip_bom(line)
     try:
         return _judge(payload, limits, cache or _cache)
@@ -136,10 +146,18 @@ class BatchClassifier:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_imported_objects()
         for batch in batches:
-            yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2))
+            yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2), batch.columns[3:])
 
-    def classify(self, lines: list[bytes | None], source_files: pa.Array, source_mtimes: pa.Array) -> pa.RecordBatch:
+    def classify(
+        self,
+        lines: list[bytes | None],
+        source_files: pa.Array,
+        source_mtimes: pa.Array,
+        kafka: list[pa.Array] | None = None,
+    ) -> pa.RecordBatch:
+        """The verdict on each line, with its source columns (`kafka`: KAFKA_FIELDS, else nulls)."""
         verdicts = [judge_line(line, self.limits) for line in lines]
+        kafka = kafka or [pa.nulls(len(lines), kind) for _, kind in KAFKA_FIELDS]
         return pa.RecordBatch.from_arrays(
             [
                 pa.array([v.event_type for v in verdicts], pa.string()),
@@ -151,6 +169,7 @@ class BatchClassifier:
                 source_mtimes.cast(_ARROW_SCHEMA.field("source_mtime").type),
                 pa.array([v.reason for v in verdicts], pa.string()),
                 pa.array([v.detail for v in verdicts], pa.string()),
+                *(column.cast(kind) for column, (_, kind) in zip(kafka, KAFKA_FIELDS)),
             ],
             schema=_ARROW_SCHEMA,
         )

@@ -1,4 +1,5 @@
-"""The bronze stream: landing NDJSON files -> bronze/events, bronze/quarantine, schema registry.
+"""The bronze stream: landing NDJSON files or Kafka records -> bronze/events, bronze/quarantine,
+schema registry.
 
 Each micro-batch is read, classified and written in one Spark job: its tasks write the bronze
 and quarantine files and report, besides the files, the first line of each schema variation the
@@ -20,12 +21,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from deltalake import DeltaTable
 
+from streamops.checkpoint.kafka_positions import LostRange
 from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.batch_context import batch_commit_info
 from streamops.pipeline.batch_function import batch_function
 from streamops.pipeline.bronze import jvm_classifier
-from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, BatchClassifier, RecordLimits
+from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, KAFKA_FIELDS, BatchClassifier, RecordLimits
+from streamops.pipeline.bronze.kafka_retention import loss_rows, lost_in_batch
+from streamops.pipeline.bronze.line_sources import KafkaInput, kafka_lines, landing_lines
 from streamops.pipeline.bronze.record_rules import UTF8_BOM
 from streamops.pipeline.delta_connector.batch_report import FirstRowsFound
 from streamops.pipeline.delta_connector.write_plan import (
@@ -58,13 +62,17 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 @dataclass(frozen=True)
 class BronzeSettings:
+    """Where bronze reads: the `landing` directory, or the Kafka topics of `kafka` (then
+    `landing` is unused). `classifier`: `auto` is the JVM classifier when the JDK could build
+    it, else the Python one."""
+
     landing: Path
     trigger_seconds: float = 5.0
     max_files_per_trigger: int = 100
     limits: RecordLimits = RecordLimits()
     available_now: bool = False
     classifier: Classifier = "auto"
-    """`auto`: the JVM classifier when the JDK could build it, else the Python one."""
+    kafka: KafkaInput | None = None
 
 
 class BronzeBatchWriter:
@@ -77,12 +85,14 @@ class BronzeBatchWriter:
         registry: SchemaRegistry,
         events: PipelineEvents,
         after_batch: Callable[[BronzeBatchResult], None] | None = None,
+        kafka: KafkaInput | None = None,
     ) -> None:
         self.lake = lake
         self.connector = connector
         self.registry = registry
         self.events = events
         self.after_batch = after_batch
+        self.kafka = kafka
         self._routes: tuple[frozenset[tuple[str, str]], list[Column]] | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -91,6 +101,7 @@ class BronzeBatchWriter:
         ingest_time = datetime.now(timezone.utc)
         with table_access(self.lake.bronze_events, "read"):
             next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+        lost = self._record_kafka_loss(df, commit)
         known = frozenset(self.registry.known())
         if self._routes is None or self._routes[0] != known:
             self._routes = (known, bronze_routes(known))
@@ -117,11 +128,21 @@ class BronzeBatchWriter:
             bronze_rows=report.rows(EVENTS_ROUTE),
             quarantined={r: n for r, n in report.tallies.get(QUARANTINE_ROUTE, {}).items() if n},
             new_variations=len(registered[-1].entries) if registered else 0,
+            kafka_lost=lost,
         )
         events = report.tables.get(EVENTS_ROUTE)
         self.events.bronze_committed(result, events.newest if events is not None else None)
         if self.after_batch:
             self.after_batch(result)
+
+    def _record_kafka_loss(self, df: DataFrame, commit: BatchCommitInfo) -> tuple[LostRange, ...]:
+        """With --allow-data-loss, what of its planned Kafka offsets the batch cannot read (kafka_retention)."""
+        if self.kafka is None or not self.kafka.allow_data_loss:
+            return ()
+        lost = lost_in_batch(df, commit)
+        if lost:
+            self.connector.write_batch(self.lake.kafka_data_loss, loss_rows(lost, commit), commit)
+        return tuple(lost)
 
 
 class VariationsRejected(Exception):
@@ -151,6 +172,10 @@ FIRST_ROWS = FirstRows(
 """The first line of each variation the registry does not know: its prototype."""
 EVENTS_ROUTE = "events"
 QUARANTINE_ROUTE = "quarantine"
+KAFKA_COLUMNS = {
+    name: name for name in ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key")
+}
+"""The Kafka record a bronze or quarantine row came from (null for a landing file's line)."""
 EVENT_COLUMNS = {
     "event_type": "event_type",
     "event_id": "event_id",
@@ -160,6 +185,7 @@ EVENT_COLUMNS = {
     "ingest_time": INGEST_TIME_VALUE,
     "source_file": "source_file",
     "batch_id": BATCH_ID_VALUE,
+    **KAFKA_COLUMNS,
 }
 QUARANTINE_COLUMNS = {
     "stream": STREAM_VALUE,
@@ -172,6 +198,7 @@ QUARANTINE_COLUMNS = {
     "raw_bytes": "payload",
     "source_file": "source_file",
     "ingest_time": INGEST_TIME_VALUE,
+    **KAFKA_COLUMNS,
 }
 
 
@@ -227,6 +254,11 @@ def bronze_routes(
         F.when(reason.isNull(), F.col("payload").cast("string")).alias("payload_text"),
         F.col("source_file"),
         F.col("source_mtime"),
+        F.col("kafka_topic"),
+        F.col("kafka_partition"),
+        F.col("kafka_offset"),
+        F.when(F.col("kafka_topic").isNotNull(), F.col("source_mtime")).alias("kafka_timestamp"),
+        F.col("kafka_key"),
         F.monotonically_increasing_id().alias(LINE_COLUMN),
         new.alias(NEW_VARIATION_COLUMN),
     ]
@@ -255,9 +287,10 @@ def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettin
         f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END"
     )
     call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
+    kafka = [name for name, _ in KAFKA_FIELDS]
     return (
-        lines.select(payload.alias("value"), "source_file", "source_mtime")
-        .select(call.alias("c"), "value", "source_file", "source_mtime")
+        lines.select(payload.alias("value"), "source_file", "source_mtime", *kafka)
+        .select(call.alias("c"), "value", "source_file", "source_mtime", *kafka)
         .select(
             "c.event_type",
             "c.event_id",
@@ -268,24 +301,20 @@ def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettin
             "source_mtime",
             "c.quarantine_reason",
             "c.quarantine_detail",
+            *kafka,
         )
     )
 
 
 def classified_landing(spark: SparkSession, settings: BronzeSettings) -> DataFrame:
-    """The landing files as a stream of classified lines (CLASSIFIED_SCHEMA with `event_time`)."""
+    """The landing files or Kafka records as a stream of classified lines (CLASSIFIED_SCHEMA
+    with `event_time`)."""
     from pyspark.sql import functions as F
 
-    lines = (
-        spark.readStream.format("text")
-        .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
-        .load(str(settings.landing))
-        .select(
-            F.col("value").cast("binary").alias("value"),
-            F.col("_metadata.file_path").alias("source_file"),
-            F.col("_metadata.file_modification_time").alias("source_mtime"),
-        )
-    )
+    if settings.kafka is not None:
+        lines = kafka_lines(spark, settings.kafka)
+    else:
+        lines = landing_lines(spark, settings.landing, settings.max_files_per_trigger)
     return (
         classify_lines(spark, lines, settings)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
@@ -296,7 +325,8 @@ def classified_landing(spark: SparkSession, settings: BronzeSettings) -> DataFra
 def start_bronze(
     spark: SparkSession, lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
 ) -> StreamingQuery:
-    settings.landing.mkdir(parents=True, exist_ok=True)
+    if settings.kafka is None:
+        settings.landing.mkdir(parents=True, exist_ok=True)
     create_bronze_tables(lake, writer.connector)
     stream = (
         classified_landing(spark, settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 QuarantineReason = Literal[
+    "tombstone",
     "empty_line",
     "too_large",
     "invalid_utf8",
@@ -25,6 +26,9 @@ QuarantineReason = Literal[
     "unprocessable",
 ]
 QUARANTINE_REASONS: tuple[str, ...] = get_args(QuarantineReason)
+
+TOMBSTONE_DETAIL = "a Kafka record without a value (the delete marker of its key)"
+"""A line that is not there at all: only a Kafka record can have no value."""
 
 MAX_RECORD_BYTES = 1_048_576
 """Lines longer than this go to quarantine as `too_large` (1 MiB, as many brokers cap messages)."""

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from streamops.cli.options import Subcommands, add_command, add_json_option, print_json
+from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
+from streamops.pipeline.generator.kafka_writer import KafkaTarget
 from streamops.pipeline.generator.landing_writer import MANIFEST_NAME
 from streamops.pipeline.generator.run import Progress, generate
 from streamops.pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
@@ -18,6 +20,7 @@ from streamops.plain_text import format_table
 EXAMPLES = """examples:
   streamops generate --out landing --events 100000 --event-types 300 --json
   streamops generate --out landing --events 480000 --rate 8000 --drift 0.2 --bad 0.01
+  streamops generate --out run1 --events 100000 --kafka-bootstrap 127.0.0.1:9092 --topic events --partitions 4
 """
 
 PROGRESS_INTERVAL_SECONDS = 0.95
@@ -65,6 +68,12 @@ def register(subcommands: Subcommands) -> None:
         default=3600.0,
         help="seconds of event time the run spans without --rate (default 3600)",
     )
+    kafka = parser.add_argument_group("producing to Kafka instead of files")
+    kafka.add_argument("--kafka-bootstrap", metavar="HOST:PORT[,...]", help="produce the lines to these Kafka brokers")
+    kafka.add_argument("--topic", help="the topic to produce to (created when missing; DIR keeps only the manifest)")
+    kafka.add_argument(
+        "--partitions", type=int, default=1, help="partitions of a topic the generator creates (default 1)"
+    )
     add_json_option(parser)
     parser.error = _one_line_error(parser)  # type: ignore[method-assign]
 
@@ -89,13 +98,27 @@ def handle(args: argparse.Namespace) -> int:
         events_per_file=args.events_per_file,
         start_time=parse_start_time(args.start_time),
         time_span_seconds=args.time_span,
+        kafka=_kafka_target(args),
     )
     manifest = generate(settings, on_file=_ProgressPrinter())
     if args.json:
         print_json(manifest)
     else:
-        print(_summary(manifest, settings.out))
+        where = (
+            str(settings.out)
+            if settings.kafka is None
+            else f"topic `{settings.kafka.topic}` at {settings.kafka.bootstrap}"
+        )
+        print(_summary(manifest, settings.out, where))
     return 0
+
+
+def _kafka_target(args: argparse.Namespace) -> KafkaTarget | None:
+    if (args.kafka_bootstrap is None) != (args.topic is None):
+        raise PipelineConfigError("--kafka-bootstrap and --topic go together")
+    if args.kafka_bootstrap is None:
+        return None
+    return KafkaTarget(args.kafka_bootstrap, args.topic, args.partitions)
 
 
 class _ProgressPrinter:
@@ -119,7 +142,7 @@ class _ProgressPrinter:
         )
 
 
-def _summary(manifest: dict[str, Any], out: Path) -> str:
+def _summary(manifest: dict[str, Any], out: Path, where: str) -> str:
     rows = [
         (kind, len(types), ", ".join(types[:3]) + (" ..." if len(types) > 3 else ""))
         for kind, types in manifest["drift"].items()
@@ -127,7 +150,7 @@ def _summary(manifest: dict[str, Any], out: Path) -> str:
     bad_rows = [(kind, count) for kind, count in manifest["bad"].items()]
     return "\n".join(
         [
-            f"wrote {manifest['lines_total']} lines in {len(manifest['files'])} files to {out} "
+            f"wrote {manifest['lines_total']} lines in {len(manifest['files'])} files to {where} "
             f"({manifest['events_total']} events of {len(manifest['event_types'])} types, "
             f"{manifest['bad_total']} bad lines, {manifest['incompatible_rows_total']} incompatible rows)",
             "",

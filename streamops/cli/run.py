@@ -16,6 +16,7 @@ RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
   streamops run --lake lake --landing landing --duration 300 --trigger 2 --metrics-port 9108
   streamops run --lake lake --landing landing --until-idle --delta native --stages bronze
+  streamops run --lake lake --kafka-bootstrap 127.0.0.1:9092 --topics events --max-offsets-per-trigger 100000
 """
 
 
@@ -25,12 +26,14 @@ def register(subcommands: Subcommands) -> None:
         subcommands,
         "run",
         summary="run the bronze/silver pipeline on a lake",
-        description="Ingest landing NDJSON files into bronze, the schema registry and typed silver tables.",
+        description="Ingest landing NDJSON files or Kafka topics into bronze, the schema registry and typed "
+        "silver tables.",
         epilog=RUN_EXAMPLE,
         handler=_run,
     )
     run.add_argument("--lake", required=True, type=Path, help="root directory of the lake")
-    run.add_argument("--landing", required=True, type=Path, help="directory producers drop NDJSON files into")
+    run.add_argument("--landing", type=Path, help="directory producers drop NDJSON files into")
+    _add_kafka_options(run)
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--until-idle", action="store_true", help="process all available input, then exit")
     mode.add_argument("--duration", type=float, metavar="SECONDS", help="run continuously for SECONDS")
@@ -72,6 +75,61 @@ def register(subcommands: Subcommands) -> None:
     add_json_option(run)
 
 
+def _add_kafka_options(run: argparse.ArgumentParser) -> None:
+    kafka = run.add_argument_group("reading Kafka instead of --landing")
+    kafka.add_argument("--kafka-bootstrap", metavar="HOST:PORT[,...]", help="the Kafka brokers bronze reads from")
+    topics = kafka.add_mutually_exclusive_group()
+    topics.add_argument("--topics", metavar="T[,T...]", help="the topics to read, comma separated")
+    topics.add_argument("--topic-pattern", metavar="REGEX", help="read every topic whose name matches REGEX")
+    kafka.add_argument(
+        "--starting-offsets", default="earliest",
+        help="where a new bronze checkpoint starts: earliest (default), latest, or Spark's JSON of offsets",
+    )  # fmt: skip
+    kafka.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="records per bronze batch, at most")
+    kafka.add_argument(
+        "--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+        help="an option of Spark's Kafka source, passed as given (kafka.security.protocol=SSL, minPartitions=4, ...)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--kafka-consumer-group", metavar="GROUP",
+        help="after each batch, commit bronze's Kafka position to consumer group GROUP, so kafka-consumer-groups, "
+        "Burrow and kafka_exporter see its lag (Spark still restarts from its checkpoint)",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--allow-data-loss", action="store_true",
+        help="when retention deleted offsets bronze had not read, read what is left and record each lost range "
+        "in _system/kafka_data_loss (default: stop, naming the lost range)",
+    )  # fmt: skip
+
+
+def _kafka_input(args: argparse.Namespace):
+    """The Kafka input the flags describe, or None when bronze reads --landing."""
+    from streamops.pipeline.bronze.line_sources import KafkaInput
+    from streamops.pipeline.exceptions import PipelineConfigError
+
+    if args.kafka_bootstrap is None:
+        if args.topics or args.topic_pattern:
+            raise PipelineConfigError("--topics and --topic-pattern need --kafka-bootstrap HOST:PORT")
+        return None
+    if args.landing is not None:
+        raise PipelineConfigError("give --landing or --kafka-bootstrap, not both")
+    options = {}
+    for pair in args.kafka_option:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise PipelineConfigError(f"--kafka-option takes KEY=VALUE, got `{pair}`")
+        options[key] = value
+    return KafkaInput(
+        bootstrap=args.kafka_bootstrap,
+        topics=tuple(t for t in (args.topics or "").split(",") if t),
+        topic_pattern=args.topic_pattern,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        options=options,
+        allow_data_loss=args.allow_data_loss,
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from streamops.lake_layout import LakeLayout
     from streamops.pipeline.lake_summary import summarize_lake
@@ -96,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
             delta=args.delta,
             master=args.master,
             stages=args.stages,
+            kafka=_kafka_input(args),
+            kafka_consumer_group=args.kafka_consumer_group,
         )
     )
     summary = summarize_lake(LakeLayout.at(args.lake))

@@ -153,6 +153,7 @@ def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     fleet.record_stream_event_time("delta_stream", NOW - 1)
     fleet.record_quarantine("bronze", "malformed_json", 1)
     fleet.record_schema_alert("login")
+    fleet.record_kafka_data_loss("bronze", "events", 1, 120)
     text = generate_latest(scrape_registry(fleet))
     lines = text.decode().splitlines()
     for spec in catalog.CATALOG:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from streamops.pipeline.bronze import jvm_classifier
-from streamops.pipeline.bronze.bronze_classifier import BatchClassifier
+from streamops.pipeline.bronze.bronze_classifier import KAFKA_FIELDS, BatchClassifier
 from streamops.pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
 from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.pipeline.generator.run import generate
@@ -134,6 +134,7 @@ def classified_alike(spark, corpus: list[bytes]) -> pa.Table:
                 "value": pa.array(corpus, pa.binary()),
                 "source_file": pa.array(["f"] * len(corpus)),
                 "source_mtime": pa.nulls(len(corpus), pa.timestamp("us", tz="UTC")),
+                **{name: pa.nulls(len(corpus), kind) for name, kind in KAFKA_FIELDS},
             }
         )
     )
@@ -172,9 +173,10 @@ def mutated(lines: list[bytes], seed: int) -> list[bytes]:
 
 
 def test_jvm_and_python_classifiers_agree_on_every_line(spark, corpus):
-    jvm = classified_alike(spark, corpus)
+    jvm = classified_alike(spark, [*corpus, None])
     reasons = set(jvm.column("quarantine_reason").to_pylist())
     assert {
+        "tombstone",
         "malformed_json",
         "invalid_utf8",
         "too_deep",

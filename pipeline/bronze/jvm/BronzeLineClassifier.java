@@ -62,6 +62,7 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
           "_event_time", "_ingest_time", "_source_file", "_bronze_batch_id", "_schema_hash",
           "_rescued_data", "_corrupt_record");
   private static final String FORBIDDEN_IN_NAMES = " ,;{}()\n\t=";
+  private static final String TOMBSTONE_DETAIL = "a Kafka record without a value (the delete marker of its key)";
   private static final ConcurrentHashMap<String, Boolean> VALID_TYPES = new ConcurrentHashMap<>();
 
   @Override
@@ -74,7 +75,10 @@ public final class BronzeLineClassifier implements UDF3<byte[], Integer, Integer
   }
 
   private static Row classify(byte[] line, int maxBytes, int maxDepth) {
-    if (line == null || isBlank(line)) {
+    if (line == null) {
+      return quarantine("tombstone", TOMBSTONE_DETAIL);
+    }
+    if (isBlank(line)) {
       return quarantine("empty_line", null);
     }
     if (line.length > maxBytes) {
