@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops.checkpoint.file_source_log import FileSourceLog
+from streamops.checkpoint.kafka_positions import offset_ranges
 from streamops.checkpoint.reader import Batch, Checkpoint, read_checkpoint
 from streamops.checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
@@ -90,6 +91,11 @@ class BatchCorrelation:
             "committed_ms": batch.committed_ms,
             "start_offsets": None if batch.start is None else [o.to_json() for o in batch.start],
             "end_offsets": [o.to_json() for o in batch.end],
+            "kafka_ranges": [
+                offset_ranges(batch.start[i] if batch.start else None, end)
+                for i, end in enumerate(batch.end)
+                if end.kind == "kafka"
+            ],
             "source": self.source_read.to_json() if self.source_read else None,
             "sink_commits": [c.to_json() for c in self.sink_commits],
         }

@@ -29,6 +29,7 @@ from streamops.checkpoint_tools.correlation import resolve_tables
 from streamops.checkpoint_tools.delta_checks import DELTA_CHECKS
 from streamops.checkpoint_tools.doctor_context import DoctorContext, DoctorSettings
 from streamops.checkpoint_tools.findings import SEVERITY_RANK, Finding, exit_code, worst
+from streamops.checkpoint_tools.kafka_checks import KAFKA_CHECKS
 from streamops.checkpoint_tools.sink_commits import StreamIdentity
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
 from streamops.checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
@@ -41,7 +42,7 @@ from streamops.storage.errors import StorageError
 from streamops.storage.location import Location, LocationLike
 
 Check = Callable[[DoctorContext], list[Finding]]
-CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *STATE_CHECKS, *DELTA_CHECKS)
+CHECKS: tuple[Check, ...] = (*CHECKPOINT_CHECKS, *STATE_CHECKS, *DELTA_CHECKS, *KAFKA_CHECKS)
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
 OBJECT_STORE_WORKERS = 16
 """On an object store the doctor waits on requests, not on the CPU: more in flight at once."""

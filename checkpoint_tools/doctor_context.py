@@ -33,6 +33,8 @@ class DoctorSettings:
     retention_warning_seconds: float = 86400.0
     sink_scan_commits: int = 20
     now: float | None = None
+    kafka_bootstrap: str | None = None
+    """Kafka brokers to compare a Kafka source's checkpoint with (None: Kafka is not checked)."""
 
 
 class DoctorContext:

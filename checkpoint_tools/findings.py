@@ -22,6 +22,7 @@ FindingCode = Literal[
     "concurrent_writers",
     "file_source_log_behind",
     "source_table_missing",
+    "kafka_data_loss",
     "source_table_replaced",
     "source_version_cleaned_up",
     "source_files_vacuumed",
@@ -124,6 +125,12 @@ CATALOG: dict[str, FindingKind] = {
             "state_schema_missing", ("info",), "a stateful operator without a state schema file (written by Spark 3.0+)"
         ),
         FindingKind("source_table_missing", ("error",), "the Delta table the stream reads does not exist"),
+        FindingKind(
+            "kafka_data_loss",
+            ("error",),
+            "with --kafka-bootstrap: Kafka retention deleted offsets a restart needs first (topic, partition "
+            "and range named); the restart would stop or skip them",
+        ),
         FindingKind(
             "source_table_replaced", ("error",), "the source path holds a different table (reservoirId != table id)"
         ),

@@ -49,7 +49,8 @@ def skipped_checks(ctx: DoctorContext) -> tuple[SkippedCheck, ...]:
                 "(sinks that are not Delta tables cannot be checked)",
             )
         )
-    kinds = sorted({o.kind for batch in ckpt.offsets.values() for o in batch.sources} & {"kafka", "unknown"})
+    unchecked = {"unknown"} if ctx.settings.kafka_bootstrap else {"kafka", "unknown"}
+    kinds = sorted({o.kind for batch in ckpt.offsets.values() for o in batch.sources} & unchecked)
     for kind in kinds:
         name = "Kafka" if kind == "kafka" else "unrecognised"
         skipped.append(

@@ -36,17 +36,21 @@ def spark():
     """One local SparkSession for every test that needs Spark (starting one costs ~10 s).
 
     The pipeline's session where the pipeline can run, with delta-spark's JARs so that the
-    embedded and the native connector both run in it; on an older PySpark (the monitor's tests
+    embedded and the native connector both run in it, and Spark's Kafka connector; on an older PySpark (the monitor's tests
     run on 3.5 too) a plain session with delta-spark's connector and the same settings. Tests must stop the queries
     they start; this fixture stops any left over, then Spark.
     """
     try:
         from streamops.pipeline.delta_connector.connector import session_needs
+        from streamops.pipeline.spark_jars import kafka_package
         from streamops.pipeline.spark_session import build_spark
 
         native_conf, packages = session_needs("native")  # both connectors run in this one session
         session = build_spark(
-            master="local[2]", app_name="streamops-tests", conf={**TEST_SPARK_CONF, **native_conf}, packages=packages
+            master="local[2]",
+            app_name="streamops-tests",
+            conf={**TEST_SPARK_CONF, **native_conf},
+            packages=[*packages, kafka_package()],
         )
     except MissingExtraError:
         session = _plain_spark()
@@ -57,7 +61,9 @@ def spark():
 
 
 def _plain_spark():
-    """Spark with delta-spark's own connector (its JARs through `spark.jars.packages`)."""
+    """Spark with delta-spark's own connector and Spark's Kafka connector (their JARs through
+    `spark.jars.packages`)."""
+    import pyspark
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
@@ -66,7 +72,8 @@ def _plain_spark():
     builder = SparkSession.builder.master("local[2]").appName("streamops-tests")
     for key, value in {**TEST_SPARK_CONF, **DELTA_SPARK_CONF, "spark.sql.session.timeZone": "UTC"}.items():
         builder = builder.config(key, value)
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    kafka = f"org.apache.spark:spark-sql-kafka-0-10_2.12:{pyspark.__version__}"  # PySpark 3.5 is Scala 2.12
+    session = configure_spark_with_delta_pip(builder, extra_packages=[kafka]).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 

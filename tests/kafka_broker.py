@@ -97,16 +97,18 @@ class KafkaBroker:
         self.stop()
 
     def start(self) -> KafkaBroker:
-        """Format the data directory (first start only), then start on fresh ports and wait until
-        the broker serves requests."""
+        """Format the data directory (first start only), then start (on fresh ports the first
+        time, on the same ones after a stop, so clients reconnect) and wait until the broker
+        serves requests."""
         if self._process is not None:
             raise KafkaBrokerError(f"the Kafka broker is already running on {self.bootstrap}")
         if not any(KAFKA_LIB.glob("kafka_2.13-*.jar")):
             raise KafkaBrokerError(f"no Kafka jars in {KAFKA_LIB}: run `{INSTALL_COMMAND}` (as .ci/run does)")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port, self.controller_port = free_port(), free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
+        if not self.port:
+            self.port, self.controller_port = free_port(), free_port()
+            while self.controller_port == self.port:
+                self.controller_port = free_port()
         properties = self.workdir / "server.properties"
         properties.write_text("".join(f"{key}={value}\n" for key, value in self._config().items()))
         try:
@@ -210,7 +212,8 @@ class KafkaBroker:
             process.wait(STOP_SECONDS)
 
     def restart(self) -> None:
-        """Stop, then start on the same data directory (on new ports: `bootstrap` changes)."""
+        """Stop, then start on the same data directory and ports: a client of the broker (a
+        running pipeline) sees it go away and come back."""
         self.stop()
         self.start()
 

@@ -4,10 +4,6 @@ data and offsets that survive a broker restart, and a topic Spark's Kafka source
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 
 import kafka_broker
@@ -16,20 +12,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from kafka_broker import KafkaBroker, KafkaBrokerError
 from waiting import wait_until
 
-from streamops.pipeline.spark_jars import IVY_JARS, PYSPARK_BUNDLED
-
 pytestmark = pytest.mark.services
 
 TOPIC = "events"
 GROUP = "streamops-test-group"
 COMMITTED = {(TOPIC, 0): 3, (TOPIC, 1): 5}
 RETENTION_CHECK_MS = 500
-SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
-IVY_CENTRAL_ONLY = """<ivysettings>
-  <settings defaultResolver="central"/>
-  <resolvers><ibiblio name="central" m2compatible="true" root="https://repo1.maven.org/maven2/"/></resolvers>
-</ivysettings>
-"""
 
 
 def _fill(broker: KafkaBroker, topic: str) -> None:
@@ -117,53 +105,22 @@ def test_committed_group_offsets_show_in_the_admin_api_and_in_kafkas_cli(broker:
         broker.describe_group_cli("no-such-group")
 
 
-def test_spark_reads_the_topic(broker: KafkaBroker, tmp_path) -> None:
-    """Spark's Kafka source, its connector from Maven Central through Ivy, in a separate process
-    (the session-wide `spark` fixture has no Kafka connector). Ivy asks Maven Central only: by
-    default it looks in ~/.m2 first and fails on a version there that has a POM and no jar, which
-    any Maven run leaves behind (test_spark_jars' does: slf4j-api 2.0.17, which this connector
-    needs)."""
+def test_spark_reads_the_topic(spark, broker: KafkaBroker) -> None:
+    """Spark's own Kafka source (the test session has its connector) reads what was produced."""
     _fill(broker, "spark-read")
-    ivy_settings = tmp_path / "ivysettings.xml"
-    ivy_settings.write_text(IVY_CENTRAL_ONLY)
-    conf = {
-        "spark.jars.packages": SPARK_KAFKA_PACKAGE,
-        "spark.jars.excludes": ",".join(PYSPARK_BUNDLED),
-        "spark.jars.ivySettings": str(ivy_settings),
-        "spark.jars.ivy": str(IVY_JARS.parent),  # Spark's default Ivy directory: its cache is shared
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-    }
-    script = textwrap.dedent(
-        f"""
-        from pyspark.sql import SparkSession
-        builder = SparkSession.builder.master("local[1]")
-        for key, value in {conf!r}.items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        frame = (
-            spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", {broker.bootstrap!r})
-            .option("subscribe", "spark-read")
-            .option("startingOffsets", "earliest")
-            .load()
-        )
-        print(frame.count())
-        spark.stop()
-        """
+    frame = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", "spark-read")
+        .option("startingOffsets", "earliest")
+        .load()
     )
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-1] == "10"
+    assert frame.count() == 10
 
 
 def test_records_and_group_offsets_survive_a_restart(broker: KafkaBroker, topic: str, group: str) -> None:
     before = _read_all(broker, topic)
-    broker.restart()  # on fresh ports
+    broker.restart()  # on the same ports
     assert broker.latest_offsets(topic) == {0: 5, 1: 5}
     assert _read_all(broker, topic) == before
     assert broker.group_offsets(group) == COMMITTED

@@ -47,6 +47,23 @@ def kafka_positions(offset: SourceOffset) -> dict[TopicPartition, int]:
     }
 
 
+def offset_ranges(start: SourceOffset | None, end: SourceOffset) -> list[dict[str, int | str | None]]:
+    """What a batch read from a Kafka source, per partition: offsets [from, to) and how many
+    (`from` None for a partition the batch started reading where the source starts: batch 0's
+    starting offsets, or a partition new since the batch before)."""
+    before = kafka_positions(start) if start is not None else {}
+    return [
+        {
+            "topic": topic,
+            "partition": partition,
+            "from_offset": before.get((topic, partition)),
+            "to_offset": to,
+            "records": None if (topic, partition) not in before else to - before[(topic, partition)],
+        }
+        for (topic, partition), to in sorted(kafka_positions(end).items())
+    ]
+
+
 def next_kafka_offsets(checkpoint: Checkpoint, source: int = 0) -> dict[TopicPartition, int]:
     """The offsets a restart of `checkpoint` reads first from its Kafka source `source`: where
     the newest committed batch ended (empty before any batch was committed)."""

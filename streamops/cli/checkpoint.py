@@ -95,6 +95,12 @@ def register(subcommands: Subcommands) -> None:
         default=86400.0,
         help="warn when retention may remove unread source data within this (default 86400)",
     )
+    doctor.add_argument(
+        "--kafka-bootstrap",
+        metavar="HOST:PORT[,...]",
+        help="compare Kafka sources with these brokers: would a restart lose offsets retention deleted? "
+        "(needs streamops[kafka])",
+    )
 
     rewind = _command(
         commands,
@@ -160,6 +166,7 @@ def _doctor(args: argparse.Namespace) -> int:
         stall_seconds=args.stall_seconds,
         backlog_warning_seconds=args.backlog_warning_seconds,
         retention_warning_seconds=args.retention_warning_seconds,
+        kafka_bootstrap=args.kafka_bootstrap,
     )
     lake = lake_of(args)
     if args.checkpoints:
