@@ -10,7 +10,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from streamops.delta.read import read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.pipeline.lake_tables import table_access
 
@@ -31,7 +31,7 @@ class LakeSummary:
 
 def _table(path: Path) -> DeltaTable | None:
     with table_access(path, "read"):
-        return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None
+        return open_table(path) if is_table(path) else None
 
 
 def _rows(path: Path) -> int:

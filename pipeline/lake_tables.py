@@ -14,6 +14,7 @@ from deltalake.exceptions import DeltaError
 
 from streamops.exceptions import error_line
 from streamops.pipeline.exceptions import LakeTableError
+from streamops.storage.location import Location
 
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -71,19 +72,32 @@ def table_access(table: Path | str, action: str) -> Iterator[None]:
         ) from error
 
 
-def require_writable_lake(root: Path) -> None:
-    """delta-rs refuses some local paths only when it writes: 1.6 panics on `[` or `]` in a path
-    (it parses them as a URL host), after reads and table creation have worked. Found out here,
-    with the way out, before any stream starts, instead of in the middle of a batch."""
+def require_writable_lake(root: Location) -> None:
+    """Write a throwaway table under the lake before any stream starts, instead of failing in the
+    middle of a batch: on an object store this proves the credentials, the endpoint and the
+    bucket; on a disk, delta-rs 1.6 panics on `[` or `]` in a path (it parses them as a URL
+    host), and only when it writes."""
     probe = root / f".streamops-write-check-{uuid.uuid4().hex}"
     try:
-        write_deltalake(str(probe), pa.table({"check": [1]}))
+        write_deltalake(str(probe), pa.table({"check": [1]}), storage_options=probe.storage_options())
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:  # noqa: BLE001 - delta-rs panics are BaseExceptions (pyo3)
-        raise LakeTableError(
-            f"delta-rs cannot write tables under `{root}` ({error_line(error)}): choose another --lake path "
+        hint = (
             "(delta-rs fails on `[` and `]` in local paths)"
+            if root.is_local
+            else "(check its credentials and endpoint)"
+        )
+        raise LakeTableError(
+            f"delta-rs cannot write tables under `{root}` ({error_line(error)}): choose another --lake {hint}"
         ) from None
     finally:
-        shutil.rmtree(probe, ignore_errors=True)
+        _remove_tree(probe)
+
+
+def _remove_tree(location: Location) -> None:
+    if location.is_local:
+        shutil.rmtree(location.local_path, ignore_errors=True)
+        return
+    for entry in list(location.walk()):
+        (location / entry.name).delete()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
@@ -15,7 +14,9 @@ from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.silver.silver_stream import SilverSettings
 from streamops.pipeline.spark_jars import kafka_package
 from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.spark_storage import object_store_needs
 from streamops.pipeline.supervisor import PipelineSettings, RunReport, Stages, Supervisor
+from streamops.storage.location import Location, LocationLike
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,7 +29,7 @@ class RunOptions:
     first run). `stages`: the hops this process runs (bronze, silver or all)."""
 
     lake: LakeLike
-    landing: Path | None = None
+    landing: LocationLike | None = None
     until_idle: bool = False
     duration: float | None = None
     trigger_seconds: float = 5.0
@@ -54,13 +55,16 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
     Spark itself. A caller that brought its own session keeps it running."""
     from pyspark import SparkContext
 
-    require_writable_lake(LakeLayout.at(options.lake).root.local_path)  # before Spark's 10 s start
+    require_writable_lake(LakeLayout.at(options.lake).root)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
     if (options.landing is None) == (options.kafka is None):
         raise PipelineConfigError("give the pipeline one input: --landing DIR, or --kafka-bootstrap with --topics")
     conf, packages = session_needs(options.delta)
     if options.kafka is not None:
         packages = [*packages, kafka_package()]
+    inputs = [LakeLayout.at(options.lake).root] + ([] if options.landing is None else [Location.of(options.landing)])
+    store_conf, store_packages = object_store_needs(inputs)
+    conf, packages = {**conf, **store_conf}, [*packages, *store_packages]
     spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
         return _run_with(spark, options, on_start)
@@ -96,7 +100,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
     monitor.start()
     settings = PipelineSettings(
         lake=lake,
-        landing=None if options.landing is None else Path(options.landing).expanduser().resolve(),
+        landing=None if options.landing is None else Location.of(options.landing),
         kafka=options.kafka,
         trigger_seconds=options.trigger_seconds,
         bronze_max_files=options.bronze_max_files,

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from streamops.checkpoint.abandoned_writes import remove_abandoned_writes
@@ -37,6 +36,7 @@ from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventG
 from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
 from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, SchemaRegistry
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
+from streamops.storage.location import Location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,7 +54,7 @@ class PipelineSettings:
     holds; `all` both. The hops can run as separate applications or on separate clusters."""
 
     lake: LakeLayout
-    landing: Path | None
+    landing: Location | None
     trigger_seconds: float = 5.0
     bronze_max_files: int = 100
     silver: SilverSettings = SilverSettings()
@@ -133,7 +133,7 @@ class Supervisor:
             check_retention(self.lake.checkpoint(BRONZE_STREAM), kafka, BRONZE_STREAM)
         writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done, kafka)
         settings = BronzeSettings(
-            landing=self.settings.landing or Path("."),
+            landing=self.settings.landing or Location.local("."),
             kafka=kafka,
             trigger_seconds=self.settings.trigger_seconds,
             max_files_per_trigger=self.settings.bronze_max_files,

@@ -57,6 +57,7 @@ CLASSIFIED_FIELDS = [
 ]
 _ARROW_SCHEMA = pa.schema(CLASSIFIED_FIELDS)
 _WHITESPACE = b" \t\r\n"
+LONE_SURROGATE_DETAIL = "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form"
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class LineVerdict:
     event_id: str | None = None
     event_time: str | None = None
     schema_hash: str | None = None
+    prototype: str | None = None
+    """What the registry learns the variation from when it is not the payload: a CDC change's
+    row image (pipeline/cdc/cdc_classifier.py)."""
 
 
 def strip_bom(line: bytes) -> bytes:
@@ -98,7 +102,8 @@ def judge_line(
         return LineVerdict(payload, "unprocessable", f"stage classify: {type(error).__name__}: {str(error)[:200]}")
 
 
-def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineVerdict:
+def parse_object(payload: bytes, limits: RecordLimits) -> dict[str, Any] | LineVerdict:
+    """Rules 1-6: the line as a strict JSON object, or the verdict on a line that is not one."""
     if not payload.strip(_WHITESPACE):
         return LineVerdict(payload, "empty_line")
     if len(payload) > limits.max_record_bytes:
@@ -116,6 +121,18 @@ def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineV
         return LineVerdict(payload, "malformed_json", error.detail[:200])
     if type(event) is not dict:
         return LineVerdict(payload, "not_an_object", f"top-level JSON {_json_kind(event)}")
+    return event
+
+
+def has_lone_surrogate(payload: bytes, parsed: Any) -> bool:
+    """Rule 12 (checked last: only a line with a `\\u` escape can break it)."""
+    return b"\\u" in payload and lone_surrogate(parsed) is not None
+
+
+def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineVerdict:
+    event = parse_object(payload, limits)
+    if type(event) is not dict:
+        return event
     event_type = event.get(EVENT_TYPE_FIELD)
     if event_type is None:
         return LineVerdict(payload, "missing_event_type")
@@ -124,10 +141,8 @@ def _judge(payload: bytes, limits: RecordLimits, cache: VariationCache) -> LineV
     found = cache.variation(event)
     if found.reason is not None:
         return LineVerdict(payload, found.reason, found.detail)
-    if b"\\u" in payload and lone_surrogate(event) is not None:
-        return LineVerdict(
-            payload, "invalid_utf8", "a \\u escape makes a lone UTF-16 surrogate, which has no UTF-8 form"
-        )
+    if has_lone_surrogate(payload, event):
+        return LineVerdict(payload, "invalid_utf8", LONE_SURROGATE_DETAIL)
     return LineVerdict(
         payload,
         event_type=event_type,

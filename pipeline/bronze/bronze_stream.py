@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
-
-from deltalake import DeltaTable
 
 from streamops.checkpoint.kafka_positions import LostRange
 from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import open_table
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.batch_context import batch_commit_info
 from streamops.pipeline.batch_function import batch_function
@@ -31,6 +29,8 @@ from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, KAFKA
 from streamops.pipeline.bronze.kafka_retention import loss_rows, lost_in_batch
 from streamops.pipeline.bronze.line_sources import KafkaInput, kafka_lines, landing_lines
 from streamops.pipeline.bronze.record_rules import UTF8_BOM
+from streamops.pipeline.cdc.cdc_classifier import CDC_CLASSIFIED_SCHEMA, ROW_IMAGE_COLUMN, CdcBatchClassifier
+from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.delta_connector.batch_report import FirstRowsFound
 from streamops.pipeline.delta_connector.write_plan import (
     BATCH_ID_VALUE,
@@ -48,6 +48,7 @@ from streamops.pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, tab
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from streamops.pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
 from streamops.pipeline.sql_literals import is_in, string_literal
+from streamops.storage.location import Location, LocationLike
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -66,13 +67,15 @@ class BronzeSettings:
     `landing` is unused). `classifier`: `auto` is the JVM classifier when the JDK could build
     it, else the Python one."""
 
-    landing: Path
+    landing: LocationLike
     trigger_seconds: float = 5.0
     max_files_per_trigger: int = 100
     limits: RecordLimits = RecordLimits()
     available_now: bool = False
     classifier: Classifier = "auto"
     kafka: KafkaInput | None = None
+    cdc: CdcSettings | None = None
+    """Each line is a Debezium change (pipeline/cdc/cdc_classifier.py, always in Python)."""
 
 
 class BronzeBatchWriter:
@@ -86,13 +89,18 @@ class BronzeBatchWriter:
         events: PipelineEvents,
         after_batch: Callable[[BronzeBatchResult], None] | None = None,
         kafka: KafkaInput | None = None,
+        cdc: bool = False,
     ) -> None:
+        """`cdc`: the lines are Debezium changes, whose variations the registry learns from
+        their row images (`row_image`) instead of the payload."""
         self.lake = lake
         self.connector = connector
         self.registry = registry
         self.events = events
         self.after_batch = after_batch
         self.kafka = kafka
+        self.first_rows = replace(FIRST_ROWS, value_column=ROW_IMAGE_COLUMN) if cdc else FIRST_ROWS
+        self._prototype = ROW_IMAGE_COLUMN if cdc else None
         self._routes: tuple[frozenset[tuple[str, str]], list[Column]] | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -100,11 +108,11 @@ class BronzeBatchWriter:
         commit = batch_commit_info(spark, BRONZE_STREAM, batch_id, self.lake.checkpoint(BRONZE_STREAM))
         ingest_time = datetime.now(timezone.utc)
         with table_access(self.lake.bronze_events, "read"):
-            next_version = DeltaTable(str(self.lake.bronze_events)).version() + 1
+            next_version = open_table(self.lake.bronze_events).version() + 1
         lost = self._record_kafka_loss(df, commit)
         known = frozenset(self.registry.known())
         if self._routes is None or self._routes[0] != known:
-            self._routes = (known, bronze_routes(known))
+            self._routes = (known, bronze_routes(known, prototype_column=self._prototype))
         registered: list[Registration] = []
 
         def register(first_rows: FirstRowsFound) -> None:
@@ -115,13 +123,13 @@ class BronzeBatchWriter:
             if registration.rejected:
                 raise VariationsRejected()
 
-        plan = replace(bronze_plan(self.lake, commit, ingest_time), first_rows=FIRST_ROWS)
+        plan = replace(bronze_plan(self.lake, commit, ingest_time), first_rows=self.first_rows)
         try:
             report = self.connector.write_routes(df.select(*self._routes[1]), plan, register)
         except VariationsRejected:
             rejected = registered[-1].rejected
             report = self.connector.write_routes(
-                df.select(*bronze_routes(known, rejected)), bronze_plan(self.lake, commit, ingest_time)
+                df.select(*bronze_routes(known, rejected, self._prototype)), bronze_plan(self.lake, commit, ingest_time)
             )
         result = BronzeBatchResult(
             batch_id=batch_id,
@@ -220,12 +228,14 @@ def bronze_plan(lake: LakeLayout, commit: BatchCommitInfo, ingest_time: datetime
 def bronze_routes(
     known: Iterable[tuple[str, str]],
     rejected: Mapping[tuple[str, str], str] | None = None,
+    prototype_column: str | None = None,
 ) -> list[Column]:
     """The projection of a classified line into a bronze or quarantine row (`_route`), flagged
     when its variation is not in `known`. A line travels to the sink once: as text for bronze,
     as bytes for quarantine (which may not be UTF-8). Rows of a variation the registry rejected
-    go to quarantine as `unprocessable`. Built once while the known variations stay the same
-    (Columns hold no data; each costs Py4J calls)."""
+    go to quarantine as `unprocessable`. `prototype_column` travels along when the registry
+    learns variations from it rather than from the payload. Built once while the known
+    variations stay the same (Columns hold no data; each costs Py4J calls)."""
     from pyspark.sql import functions as F
 
     key_sql = f"concat_ws({string_literal(KEY_SEPARATOR)}, event_type, schema_hash)"
@@ -261,6 +271,7 @@ def bronze_routes(
         F.col("kafka_key"),
         F.monotonically_increasing_id().alias(LINE_COLUMN),
         new.alias(NEW_VARIATION_COLUMN),
+        *([F.col(prototype_column)] if prototype_column else []),
     ]
 
 
@@ -270,9 +281,14 @@ def create_bronze_tables(lake: LakeLayout, connector: DeltaConnector) -> None:
 
 
 def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettings) -> DataFrame:
-    """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible."""
+    """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible
+    (CDC_CLASSIFIED_SCHEMA, in Python, for Debezium changes)."""
     from pyspark.sql import functions as F
 
+    if settings.cdc is not None:
+        if settings.classifier == "jvm":
+            raise PipelineConfigError("--cdc reads changes with the Python classifier only: drop classifier=jvm")
+        return lines.mapInArrow(CdcBatchClassifier(settings.cdc.keys, settings.limits), CDC_CLASSIFIED_SCHEMA)
     use_jvm = settings.classifier != "python" and jvm_classifier.register(spark)
     if settings.classifier == "jvm" and not use_jvm:
         raise PipelineConfigError(
@@ -326,7 +342,9 @@ def start_bronze(
     spark: SparkSession, lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
 ) -> StreamingQuery:
     if settings.kafka is None:
-        settings.landing.mkdir(parents=True, exist_ok=True)
+        landing = Location.of(settings.landing)
+        if landing.is_local:
+            landing.local_path.mkdir(parents=True, exist_ok=True)
     create_bronze_tables(lake, writer.connector)
     stream = (
         classified_landing(spark, settings)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.storage.location import Location, LocationLike
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,14 +51,14 @@ class KafkaInput:
         return {key.removeprefix("kafka."): value for key, value in self.options.items() if key.startswith("kafka.")}
 
 
-def landing_lines(spark: SparkSession, landing: Path, max_files_per_trigger: int) -> DataFrame:
+def landing_lines(spark: SparkSession, landing: LocationLike, max_files_per_trigger: int) -> DataFrame:
     """The lines of the NDJSON files dropped into `landing`."""
     from pyspark.sql import functions as F
 
     return (
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", str(max_files_per_trigger))
-        .load(str(landing))
+        .load(str(Location.of(landing)))
         .select(
             F.col("value").cast("binary").alias("value"),
             F.col("_metadata.file_path").alias("source_file"),

@@ -16,7 +16,6 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterable, Literal
 
 import pyarrow as pa
@@ -26,11 +25,13 @@ from deltalake.transaction import AddAction, CommitProperties, PostCommitHookPro
 
 from streamops.delta.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.delta.log import commit_file_name
+from streamops.delta.read import is_table, open_table
 from streamops.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR, TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
 from streamops.pipeline.delta_connector.data_files import DataFile, delete_quietly
 from streamops.pipeline.delta_connector.write_plan import WritePlan
 from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.storage.location import Location, LocationLike
 
 CommitStatus = Literal["written", "skipped", "empty"]
 SCHEMA_OPERATION = "ADD COLUMNS"
@@ -88,11 +89,11 @@ def commit_written(
     return BatchReport(tables=reports, tallies=written.tallies)
 
 
-def committed_batch(table: str | Path, app_id: str) -> int | None:
+def committed_batch(table: LocationLike, app_id: str) -> int | None:
     """The highest batch id this stream has committed to the table, or None."""
-    if not DeltaTable.is_deltatable(str(table)):
+    if not is_table(table):
         return None
-    return DeltaTable(str(table)).transaction_version(app_id)
+    return open_table(table).transaction_version(app_id)
 
 
 def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
@@ -138,9 +139,16 @@ def _open(table: str, schema: pa.Schema) -> DeltaTable:
     if handle is not None and not _still_there(table, handle):
         handle = None  # removed or replaced since it was opened: open it again
     if handle is None:
-        if not DeltaTable.is_deltatable(table):
-            DeltaTable.create(table, schema=schema, mode="ignore", configuration=TABLE_CONFIGURATION)
-        handle = DeltaTable(table)
+        if not is_table(table):
+            location = Location.of(table)
+            DeltaTable.create(
+                str(location),
+                schema=schema,
+                mode="ignore",
+                configuration=TABLE_CONFIGURATION,
+                storage_options=location.storage_options(),
+            )
+        handle = open_table(table)
     with _open_tables_lock:
         _open_tables[table] = handle
         if len(_open_tables) > MAX_OPEN_TABLES:
@@ -152,7 +160,7 @@ def _still_there(table: str, handle: DeltaTable) -> bool:
     """Whether the kept handle still describes the table at `table`: the commit it last saw is
     still in the log (a table deleted and created again at the same path starts over at 0), and
     it reads the commits made since."""
-    seen = Path(table) / DELTA_LOG_DIR / commit_file_name(handle.version())
+    seen = Location.of(table) / DELTA_LOG_DIR / commit_file_name(handle.version())
     if not seen.exists():
         return False
     try:
@@ -164,7 +172,7 @@ def _still_there(table: str, handle: DeltaTable) -> bool:
 
 def delete_files(files: Iterable[DataFile]) -> None:
     for data_file in files:
-        delete_quietly(str(Path(data_file.table) / data_file.path))
+        delete_quietly(data_file.table, data_file.path)
 
 
 def _merge_schema(table: DeltaTable, schemas: list[pa.Schema], commit: BatchCommitInfo) -> pa.Schema:

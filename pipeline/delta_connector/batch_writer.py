@@ -10,7 +10,6 @@ it); a column is never rewritten to another type.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
@@ -18,7 +17,9 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
 from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import is_table, open_table
 from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.storage.location import Location, LocationLike
 
 WriteStatus = Literal["written", "skipped", "empty"]
 
@@ -30,30 +31,39 @@ class WriteOutcome:
     rows: int = 0
 
 
-def write_batch(table: str | Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+def write_batch(table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
     """Append `data` exactly once for (commit.stream, commit.batch_id)."""
     if data.num_rows == 0:
         return WriteOutcome("empty")
-    existing = DeltaTable(str(table)) if DeltaTable.is_deltatable(str(table)) else None
+    location = Location.of(table)
+    existing = open_table(location) if is_table(location) else None
     if existing is not None:
         done = existing.transaction_version(commit.stream)
         if done is not None and done >= commit.batch_id:
             return WriteOutcome("skipped", rows=data.num_rows)
     write_deltalake(
-        existing or str(table),
+        existing or str(location),
         data,
         mode="append",
         schema_mode="merge",
         configuration=TABLE_CONFIGURATION,
+        storage_options=None if existing is not None else location.storage_options(),
         commit_properties=CommitProperties(
             custom_metadata=commit.to_custom_metadata(),
             app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
         ),
     )
-    return WriteOutcome("written", version=DeltaTable(str(table)).version(), rows=data.num_rows)
+    return WriteOutcome("written", version=open_table(location).version(), rows=data.num_rows)
 
 
-def create_table(table: str | Path, schema: pa.Schema) -> None:
+def create_table(table: LocationLike, schema: pa.Schema) -> None:
     """Create an empty table so streams that read it can start before any data arrives."""
-    if not DeltaTable.is_deltatable(str(table)):
-        DeltaTable.create(str(table), schema=schema, mode="ignore", configuration=TABLE_CONFIGURATION)
+    location = Location.of(table)
+    if not is_table(location):
+        DeltaTable.create(
+            str(location),
+            schema=schema,
+            mode="ignore",
+            configuration=TABLE_CONFIGURATION,
+            storage_options=location.storage_options(),
+        )

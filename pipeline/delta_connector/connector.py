@@ -42,6 +42,7 @@ from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 from streamops.pipeline.spark_jars import delta_spark_package
+from streamops.storage.location import LocationLike
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -72,18 +73,18 @@ class DeltaConnector(Protocol):
     def read_stream(
         self,
         spark: SparkSession,
-        table: Path,
+        table: LocationLike,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
     ) -> DataFrame:
         """A stream of the table's appends. `row_filter`: the embedded source's `rowFilter`
         options (rows the stream's own filter would drop, skipped before they reach Spark)."""
 
-    def create_table(self, table: Path, schema: pa.Schema) -> None:
+    def create_table(self, table: LocationLike, schema: pa.Schema) -> None:
         """An empty table with `schema` (and the lake's table properties), unless one exists:
         streams that read it can start before any data arrives."""
 
-    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+    def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         """Driver-made rows of a small metadata table, exactly once per batch."""
 
     def write_routes(
@@ -104,7 +105,7 @@ class EmbeddedDelta:
     def read_stream(
         self,
         spark: SparkSession,
-        table: Path,
+        table: LocationLike,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
     ) -> DataFrame:
@@ -113,11 +114,11 @@ class EmbeddedDelta:
             reader = reader.option(key, value)
         return reader.load()
 
-    def create_table(self, table: Path, schema: pa.Schema) -> None:
+    def create_table(self, table: LocationLike, schema: pa.Schema) -> None:
         with table_access(table, "create"):
             create_table(table, schema)
 
-    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+    def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
             return write_batch(table, data, commit)
 
@@ -146,7 +147,7 @@ class NativeDelta:
     def read_stream(
         self,
         spark: SparkSession,
-        table: Path,
+        table: LocationLike,
         options: Mapping[str, str] | None = None,
         row_filter: Mapping[str, str] | None = None,
     ) -> DataFrame:
@@ -157,7 +158,7 @@ class NativeDelta:
             reader = reader.option(key, value)
         return reader.load(str(table))
 
-    def create_table(self, table: Path, schema: pa.Schema) -> None:
+    def create_table(self, table: LocationLike, schema: pa.Schema) -> None:
         from delta.tables import DeltaTable as SparkDeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -169,7 +170,7 @@ class NativeDelta:
             builder = builder.property(key, value)
         builder.execute()
 
-    def write_batch(self, table: Path, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+    def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         if data.num_rows == 0:
             return WriteOutcome("empty")
         done = committed_batch(table, commit.stream)
@@ -202,13 +203,13 @@ class NativeDelta:
                     continue
                 target = plan.tables[route]
                 routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target, plan)
-                self._append(routed, Path(target.path), plan.commit)
+                self._append(routed, target.path, plan.commit)
                 tables[route] = TableReport("written", rows)
             return BatchReport(tables=tables, tallies=tallies)
         finally:
             df.unpersist()
 
-    def _append(self, df: DataFrame, table: Path, commit: BatchCommitInfo) -> None:
+    def _append(self, df: DataFrame, table: LocationLike, commit: BatchCommitInfo) -> None:
         (
             df.write.format("delta")
             .mode("append")

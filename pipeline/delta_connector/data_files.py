@@ -6,10 +6,15 @@ column, the fields Delta's data skipping reads); closing it yields a picklable `
 travels to the driver in the task's commit message. Statistics follow delta-spark's rules
 where they matter for correctness: strings longer than 32 characters get no max (a truncated
 max would be too small), timestamps are kept to milliseconds with the max rounded up.
+
+Files are written through Arrow's native filesystem of the table's store (a local disk or S3,
+Azure, GCS, configured from the environment as every streamops reader is), so tasks write
+straight into a table on an object store; a file a task abandons is deleted the same way.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -21,7 +26,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pa_fs
 import pyarrow.parquet as pq
+
+from streamops.storage.arrow_filesystem import arrow_filesystem
+from streamops.storage.location import Location
 
 STRING_STATS_PREFIX = 32
 
@@ -58,8 +67,9 @@ class DataFileBuilder:
     rows: int = 0
 
     def __post_init__(self) -> None:
-        os.makedirs(self.table, exist_ok=True)
-        self._writer = pq.ParquetWriter(os.path.join(self.table, self.name), self.schema, compression="snappy")
+        self._filesystem = table_filesystem(self.table)
+        self._sink = self._filesystem.open_output_stream(self.name)
+        self._writer = pq.ParquetWriter(self._sink, self.schema, compression="snappy")
         self._stats = {f.name: _ColumnStats(has_range=_ranged(f.type)) for f in self.schema}
         self._newest: float | None = None
 
@@ -84,11 +94,12 @@ class DataFileBuilder:
 
     def close(self) -> DataFile:
         self._writer.close()
-        full = os.path.join(self.table, self.name)
+        size = self._sink.tell()
+        self._sink.close()
         return DataFile(
             table=self.table,
             path=self.name,
-            size=os.path.getsize(full),
+            size=size,
             rows=self.rows,
             stats=delta_stats(self.rows, self._stats),
             modification_time=int(time.time() * 1000),
@@ -98,12 +109,24 @@ class DataFileBuilder:
 
     def discard(self) -> None:
         self._writer.close()
-        delete_quietly(os.path.join(self.table, self.name))
+        self._sink.close()
+        delete_quietly(self.table, self.name)
 
 
-def delete_quietly(path: str) -> None:
+@functools.lru_cache(maxsize=64)
+def table_filesystem(table: str) -> pa_fs.FileSystem:
+    """Arrow's filesystem rooted at `table` (kept per table: a task writes many files, and an
+    object store's client is costly to build)."""
+    location = Location.of(table)
+    if location.is_local:
+        os.makedirs(location.key, exist_ok=True)
+    return arrow_filesystem(location)
+
+
+def delete_quietly(table: str, path: str) -> None:
+    """Delete `path` (relative to `table`); a file already gone is no error."""
     try:
-        os.remove(path)
+        table_filesystem(table).delete_file(path)
     except FileNotFoundError:
         pass
 

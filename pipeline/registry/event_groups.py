@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
-from streamops.delta.read import is_table, read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.pipeline.lake_tables import table_access
 
 EVENT_GROUPS_SCHEMA = pa.schema(
@@ -101,7 +100,7 @@ class EventGroupsReader:
         with table_access(self.table, "read"):
             if not is_table(self.table):  # the pipeline has not created it yet: no groups
                 return self._snapshot
-            dt = DeltaTable(str(self.table))
+            dt = open_table(self.table)
             if dt.version() != self._snapshot.version:
                 rows = read_delta(dt, columns=["event_type", "group"]).to_pylist()
                 self._snapshot = EventGroups(dt.version(), {r["event_type"]: r["group"] for r in rows})

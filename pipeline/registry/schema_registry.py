@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
-from streamops.delta.read import is_table, read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.exceptions import error_line
 from streamops.pipeline.bronze.strict_json import loads
 from streamops.pipeline.delta_connector.typed_rows import arrow_schema
@@ -120,7 +119,7 @@ class SchemaRegistry:
     def load(cls, table: Path) -> SchemaRegistry:
         """The registry as its table holds it (empty before the pipeline created the table)."""
         with table_access(table, "read"):
-            rows = read_delta(DeltaTable(str(table))).to_pylist() if is_table(table) else []
+            rows = read_delta(open_table(table)).to_pylist() if is_table(table) else []
         return cls(table, (_entry(row) for row in rows))
 
     def _add(self, entries: Iterable[RegistryEntry]) -> None:
@@ -257,7 +256,7 @@ class RegistryReader:
 
     def read(self) -> tuple[int, SchemaRegistry]:
         with table_access(self.table, "read"):
-            version = DeltaTable(str(self.table)).version() if DeltaTable.is_deltatable(str(self.table)) else -1
+            version = open_table(self.table).version() if is_table(self.table) else -1
         if version != self._version:
             self._registry = SchemaRegistry.load(self.table) if version >= 0 else SchemaRegistry(self.table)
             self._version = version

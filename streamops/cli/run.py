@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from streamops.cli.options import Subcommands, add_command, add_json_option, print_json
 from streamops.pipeline.delta_connector.connector import CONNECTORS
@@ -31,8 +30,8 @@ def register(subcommands: Subcommands) -> None:
         epilog=RUN_EXAMPLE,
         handler=_run,
     )
-    run.add_argument("--lake", required=True, type=Path, help="root directory of the lake")
-    run.add_argument("--landing", type=Path, help="directory producers drop NDJSON files into")
+    run.add_argument("--lake", required=True, help="root of the lake: a directory or a URI (s3://, s3a://)")
+    run.add_argument("--landing", help="where producers drop NDJSON files: a directory or a URI (s3://, s3a://)")
     _add_kafka_options(run)
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--until-idle", action="store_true", help="process all available input, then exit")

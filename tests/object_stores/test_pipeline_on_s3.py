@@ -1,0 +1,74 @@
+"""`streamops run` with its landing and its lake on S3 (moto's server), on each Delta connector:
+two waves of input with a SIGKILL between them, then every line once in bronze or quarantine
+and every event once in silver. Spark reads the landing and keeps its checkpoints through S3A;
+the embedded connector's tasks write their Parquet files straight to the bucket and the driver
+commits through delta-rs; the native one writes through delta-spark on S3A."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from store_servers import s3_store
+from waiting import wait_until
+
+from streamops.delta.read import read_delta
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.pipeline.generator.run import generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+
+pytestmark = [pytest.mark.e2e, pytest.mark.services]
+
+
+def ids(table) -> Counter:
+    return Counter(read_delta(table, columns=["event_id"]).column(0).to_pylist())
+
+
+def test_two_waves_and_a_sigkill_on_s3_lose_and_duplicate_nothing(s3_server, store_env, tmp_path, connector_name):
+    store = s3_store(s3_server)
+    store_env(store.env)
+    prefix = f"pipeline-{connector_name}"
+    manifests = [
+        generate(GeneratorSettings(out=tmp_path / f"wave{n}", events=1500, event_types=5, bad=0.01, seed=n, drift=0.5))
+        for n in (1, 2)
+    ]
+    landing = store.upload(tmp_path / "wave1", f"{prefix}/landing")
+    lake = LakeLayout.at(f"{store.uri_prefix}/{prefix}/lake")
+    run = [
+        sys.executable, "-m", "streamops", "run", "--lake", str(lake.root), "--landing", landing,
+        "--delta", connector_name, "--trigger", "1", "--max-files-per-trigger", "1", "--types-per-group", "3",
+    ]  # fmt: skip
+    commits = lake.checkpoint(BRONZE_STREAM) / "commits"
+    pipeline = subprocess.Popen([*run, "--duration", "3600"], env=os.environ, start_new_session=True)
+    try:
+        wait_until(
+            lambda: commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir()),
+            timeout=300,
+            what="a bronze batch committed on S3",
+        )
+    finally:
+        os.killpg(pipeline.pid, signal.SIGKILL)
+        pipeline.wait(60)
+
+    for path in (tmp_path / "wave2").glob("*.ndjson"):  # the second wave, renamed so its files are new
+        path.rename(path.with_name("wave2-" + path.name))
+    store.upload(tmp_path / "wave2", f"{prefix}/landing")
+    drained = subprocess.run([*run, "--until-idle", "--json"], capture_output=True, text=True, timeout=900)
+    assert drained.returncode == 0, drained.stderr[-3000:]
+
+    lines = sum(m["lines_total"] for m in manifests)
+    quarantine = read_delta(lake.bronze_quarantine, columns=["stream"]).column(0).to_pylist()
+    bronze = ids(lake.bronze_events)
+    assert sum(bronze.values()) + quarantine.count(BRONZE_STREAM) == lines
+    assert max(bronze.values()) == 1, "no duplicate in bronze"
+    silver: Counter = Counter()
+    for table in lake.silver_root.iterdir():
+        silver.update(ids(table))
+    silver_quarantine = sum(1 for stream in quarantine if stream.startswith("silver_"))
+    assert max(silver.values()) == 1 and sum(silver.values()) + silver_quarantine == sum(bronze.values())
+    assert not Path(prefix).exists(), "nothing was written to a local folder named after the URI"
