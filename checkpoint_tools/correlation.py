@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from streamops.checkpoint.delta_positions import delta_source_slot, reservoir_id
 from streamops.checkpoint.file_source_log import FileSourceLog
 from streamops.checkpoint.kafka_positions import offset_ranges
 from streamops.checkpoint.reader import Batch, Checkpoint, read_checkpoint
 from streamops.checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
-from streamops.checkpoint_tools.source_table import SourceTable, delta_source_slot, reservoir_id
+from streamops.checkpoint_tools.source_table import SourceTable
 from streamops.delta.log import DeltaLog
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout, LakeLike

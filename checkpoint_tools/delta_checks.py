@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from streamops.checkpoint.delta_positions import delta_end
 from streamops.checkpoint_tools.doctor_context import DoctorContext
 from streamops.checkpoint_tools.findings import Finding
-from streamops.checkpoint_tools.source_table import delta_end
+from streamops.delta.damaged_files import DamagedFile
 from streamops.exceptions import StreamopsError, VersionNotInLogError
 
 MAX_LISTED_FILES = 10
+MAX_NAMED_FILES = 3
+"""Damaged files a message names in full; the evidence lists up to MAX_LISTED_FILES."""
 
 
 def check_source_table(ctx: DoctorContext) -> list[Finding]:
@@ -80,29 +83,18 @@ def check_source_retention(ctx: DoctorContext) -> list[Finding]:
 
 
 def check_vacuumed_files(ctx: DoctorContext) -> list[Finding]:
-    if not ctx.source_usable or ctx.processed_position is None:
-        return []
-    try:
-        pending = ctx.pending_files
-    except VersionNotInLogError:
-        return []  # reported by check_source_retention
-    missing = ctx.source.missing_files(pending)  # type: ignore[union-attr]
+    damaged = _damaged_pending(ctx)
+    outside = set(ctx.damaged_outside_delta) if damaged else set()
+    missing = [d for d in damaged if d not in outside]
     if not missing:
         return []
-    ckpt = ctx.checkpoint
-    uncommitted = ckpt.uncommitted_batch
-    versions = sorted({f.version for f in missing})
+    versions = sorted({d.version for d in missing})
     return [
         ctx.finding(
             "source_files_vacuumed",
             "error",
             f"{len(missing)} data file(s) of source version(s) {versions[0]}..{versions[-1]} that the "
-            "stream has not read yet were deleted (VACUUM)"
-            + (
-                f"; batch {uncommitted} and later batches will fail"
-                if uncommitted is not None
-                else "; restart will fail"
-            ),
+            "stream has not read yet were deleted (VACUUM)" + _what_fails(ctx),
             "The stream lagged more than delta.deletedFileRetentionDuration behind a compaction + VACUUM. "
             f"Start a new checkpoint with startingVersion={versions[-1] + 1} and back-fill the lost "
             "range from the table's current files; keep deletedFileRetentionDuration above the longest "
@@ -110,9 +102,56 @@ def check_vacuumed_files(ctx: DoctorContext) -> list[Finding]:
             table=str(ctx.source.path),  # type: ignore[union-attr]
             missing_files=len(missing),
             versions=versions,
-            examples=[f.file.path for f in missing[:MAX_LISTED_FILES]],
+            examples=[d.path for d in missing[:MAX_LISTED_FILES]],
         )
     ]
+
+
+def check_damaged_files(ctx: DoctorContext) -> list[Finding]:
+    if not _damaged_pending(ctx):
+        return []
+    damaged = ctx.damaged_outside_delta
+    if not damaged:
+        return []
+    table = ctx.source.path  # type: ignore[union-attr]
+    versions = sorted({d.version for d in damaged})
+    named = "; ".join(d.describe(table) for d in damaged[:MAX_NAMED_FILES])
+    more = f" and {len(damaged) - MAX_NAMED_FILES} more" if len(damaged) > MAX_NAMED_FILES else ""
+    return [
+        ctx.finding(
+            "source_files_damaged",
+            "error",
+            f"{len(damaged)} data file(s) the stream has not read yet were deleted or truncated outside "
+            f"Delta: {named}{more}" + _what_fails(ctx),
+            "Restore the file(s) under the same path from a backup or the store's object versioning, then "
+            f"restart. If they are lost, `streamops lake fsck {table} --yes` drops them from the table's log "
+            "(their rows are lost, and recorded in its commit), but this stream still reads the adds of "
+            f"version(s) {', '.join(map(str, versions))}: start it on a new checkpoint with "
+            f"startingVersion={versions[-1] + 1} (with ignoreDeletes=true to pass the fsck commit) and "
+            f"back-fill versions {versions[0]}..{versions[-1]} from the repaired table.",
+            table=str(table),
+            damaged_files=len(damaged),
+            versions=versions,
+            files=[d.to_json() for d in damaged[:MAX_LISTED_FILES]],
+        )
+    ]
+
+
+def _damaged_pending(ctx: DoctorContext) -> list[DamagedFile]:
+    """The pending files that cannot be read, or none when there is nothing to ask."""
+    if not ctx.source_usable or ctx.processed_position is None:
+        return []
+    try:
+        return ctx.damaged_pending
+    except VersionNotInLogError:
+        return []  # reported by check_source_retention
+
+
+def _what_fails(ctx: DoctorContext) -> str:
+    uncommitted = ctx.checkpoint.uncommitted_batch
+    if uncommitted is not None:
+        return f"; batch {uncommitted} and later batches will fail"
+    return "; restart will fail"
 
 
 def check_backlog(ctx: DoctorContext) -> list[Finding]:
@@ -166,6 +205,12 @@ def check_retention_headroom(ctx: DoctorContext) -> list[Finding]:
     ]
 
 
+MERGED_TABLE_HINT = (
+    " The table is kept by MERGE (a CDC table of `streamops run --cdc` is): skipChangeCommits would also skip "
+    "its updates and deletes; to see every change, read its change feed (readChangeFeed=true, docs/cdc.md)."
+)
+
+
 def check_unread_change_commits(ctx: DoctorContext) -> list[Finding]:
     changes = ctx.backlog.change_commits if ctx.backlog is not None else ()
     if not changes:
@@ -181,7 +226,8 @@ def check_unread_change_commits(ctx: DoctorContext) -> list[Finding]:
             "Decide before the stream gets there: set skipChangeCommits=true on the source to skip "
             "them (ignoreDeletes=true skips deletes only; ignoreChanges=true re-reads rewritten files, "
             "duplicating their unchanged rows), or restart it on a new checkpoint with "
-            f"startingVersion={changes[-1].version + 1} and back-fill; a schema change needs a restart.",
+            f"startingVersion={changes[-1].version + 1} and back-fill; a schema change needs a restart."
+            + (MERGED_TABLE_HINT if any(c.operation.upper() == "MERGE" for c in changes) else ""),
             table=str(ctx.source.path),  # type: ignore[union-attr]
             change_commits=[c.to_json() for c in changes],
         )
@@ -358,6 +404,7 @@ DELTA_CHECKS = (
     check_source_table,
     check_source_retention,
     check_vacuumed_files,
+    check_damaged_files,
     check_backlog,
     check_retention_headroom,
     check_unread_change_commits,

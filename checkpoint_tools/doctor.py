@@ -19,6 +19,7 @@ from typing import Any
 
 from deltalake.exceptions import DeltaError
 
+from streamops.checkpoint.delta_positions import reservoir_id
 from streamops.checkpoint.reader import (
     Checkpoint,
     read_checkpoint,
@@ -33,7 +34,6 @@ from streamops.checkpoint_tools.kafka_checks import KAFKA_CHECKS
 from streamops.checkpoint_tools.sink_commits import StreamIdentity
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
 from streamops.checkpoint_tools.skipped_checks import SkippedCheck, skipped_checks
-from streamops.checkpoint_tools.source_table import reservoir_id
 from streamops.checkpoint_tools.state_checks import STATE_CHECKS
 from streamops.delta.log import DeltaLog
 from streamops.exceptions import CheckpointNotFoundError, StreamopsError

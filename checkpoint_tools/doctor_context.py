@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from streamops.checkpoint.delta_positions import delta_end, delta_source_slot, processed_position
 from streamops.checkpoint.reader import Checkpoint
 from streamops.checkpoint_tools.findings import Finding, FindingCode, Severity
 from streamops.checkpoint_tools.sink_commits import SinkCommit, StreamIdentity, scan_sink_commits
-from streamops.checkpoint_tools.source_table import SourceTable, delta_end, delta_source_slot, processed_position
+from streamops.checkpoint_tools.source_table import SourceTable
 from streamops.delta.backlog import Backlog, delta_backlog
+from streamops.delta.damaged_files import DamagedFile, damaged_files, outside_delta
 from streamops.delta.log import DeltaLog
 from streamops.delta.source_offsets import DeltaSourceOffset, IndexedFile
 from streamops.exceptions import VersionNotInLogError
@@ -94,6 +96,19 @@ class DoctorContext:
         Raises VersionNotInLogError when log cleanup removed what they need."""
         assert self.source is not None and self.processed_position is not None
         return self.source.files_after(self.processed_position)
+
+    @cached_property
+    def damaged_pending(self) -> list[DamagedFile]:
+        """Pending files the store lacks or holds at another size than their add records (one
+        stat each). Raises VersionNotInLogError as `pending_files` does."""
+        assert self.source is not None
+        return damaged_files(self.source.path, self.pending_files)
+
+    @cached_property
+    def damaged_outside_delta(self) -> list[DamagedFile]:
+        """Those of `damaged_pending` VACUUM cannot have caused: truncated, or still live."""
+        assert self.source is not None
+        return outside_delta(self.source.log, self.damaged_pending)
 
     @cached_property
     def backlog(self) -> Backlog | None:

@@ -26,6 +26,7 @@ FindingCode = Literal[
     "source_table_replaced",
     "source_version_cleaned_up",
     "source_files_vacuumed",
+    "source_files_damaged",
     "backlog",
     "retention_headroom",
     "unread_change_commits",
@@ -142,7 +143,14 @@ CATALOG: dict[str, FindingKind] = {
         FindingKind(
             "source_files_vacuumed",
             ("error",),
-            "data files a pending batch must read were removed by VACUUM; restart will fail",
+            "data files a pending batch must read were removed by a later commit, then deleted by VACUUM; "
+            "restart will fail",
+        ),
+        FindingKind(
+            "source_files_damaged",
+            ("error",),
+            "data files a pending batch must read are missing while the table still lists them (deleted "
+            "outside Delta) or truncated; each is named with the version that added it; restart will fail",
         ),
         FindingKind(
             "backlog", ("info", "warning"), "source data not yet processed, in versions, files, bytes and seconds"

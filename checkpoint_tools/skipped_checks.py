@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from streamops.checkpoint.delta_positions import delta_end
 from streamops.checkpoint_tools.doctor_context import DoctorContext
-from streamops.checkpoint_tools.source_table import delta_end
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class SkippedCheck:
         return {"checks": self.checks, "reason": self.reason}
 
 
-SOURCE_CHECKS = "Delta source checks (files vacuumed or versions cleaned up, table identity, backlog, retention headroom, unread change commits)"
+SOURCE_CHECKS = "Delta source checks (files vacuumed, deleted or truncated, versions cleaned up, table identity, backlog, retention headroom, unread change commits)"
 SINK_CHECKS = "sink checks (batches committed twice or missing, other writers)"
 BROKER_CHECKS = "offsets against the {kind} source itself (retention, deleted topics or partitions)"
 

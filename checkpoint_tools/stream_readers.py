@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from streamops.checkpoint.delta_positions import processed_position
 from streamops.checkpoint.reader import read_checkpoint
-from streamops.checkpoint_tools.source_table import processed_position
 from streamops.delta.source_offsets import DeltaSourceOffset
 from streamops.exceptions import StreamopsError
 from streamops.lake_layout import LakeLayout, LakeLike

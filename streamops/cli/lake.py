@@ -1,4 +1,4 @@
-"""`streamops lake vacuum|optimize|promote`: maintenance of the lake's tables that keeps every
+"""`streamops lake vacuum|optimize|promote|fsck`: maintenance of the lake's tables that keeps every
 stream that reads them running."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from streamops.exceptions import StreamopsError
 LAKE_EPILOG = """examples:
   streamops lake vacuum --lake lake --dry-run
   streamops lake optimize --lake lake
+  streamops lake fsck --lake lake
   streamops lake promote --lake lake --event-type match_end --field player.score --to double --yes"""
 VACUUM_EXAMPLE = (
     "examples:\n"
@@ -35,6 +36,18 @@ OPTIMIZE_EXAMPLE = (
     "  streamops lake optimize lake/bronze/events --target-size 134217728\n"
     "the compaction commit changes no data (dataChange=false): streaming readers skip it; a commit that\n"
     "conflicts with it makes it start again; exit 2 if a concurrent compaction duplicated rows"
+)
+FSCK_EXAMPLE = (
+    "examples:\n"
+    "  streamops lake fsck lake/bronze/events                (list its damaged files; exit 1 if any)\n"
+    "  streamops lake fsck --lake lake --json                (every table of the lake)\n"
+    "  streamops lake fsck s3://bucket/tables/events --yes   (drop them from the table's log)\n"
+    "a file the log lists is damaged when the store lacks it (deleted outside Delta) or holds it at\n"
+    "another size than its add records (truncated). --yes moves truncated files to <table>/_damaged/,\n"
+    "then one FSCK commit (delta-rs repair) removes every damaged file from the log and records in its\n"
+    "commitInfo (`streamops.fsck`) each file, why, and its rows and bytes: those rows are lost.\n"
+    "Streams that have not read a damaged version yet are named: they still fail on the file.\n"
+    "exit 0 clean or repaired, 1 damaged files left (no --yes), 2 a repair delta-rs refused (nothing changed)"
 )
 
 PROMOTE_EXAMPLE = """examples:
@@ -53,13 +66,15 @@ def register(subcommands: Subcommands) -> None:
     group = add_command(
         subcommands,
         "lake",
-        summary="maintain the lake's tables: stream-safe vacuum and optimize, promote a silver column",
+        summary="maintain the lake's tables: stream-safe vacuum and optimize, promote a silver column, "
+        "find and drop damaged data files",
         epilog=LAKE_EPILOG,
     )
     commands = add_subcommands(group, "lake_command")
     _add_vacuum(commands)
     _add_optimize(commands)
     _add_promote(commands)
+    _add_fsck(commands)
 
 
 def _add_vacuum(commands: Subcommands) -> None:
@@ -161,6 +176,33 @@ def _optimize(args: argparse.Namespace) -> int:
     results = [optimize_table(t, readers, args.target_size, args.dry_run) for t in _maintained_tables(args)]
     print_json({"tables": [r.to_json() for r in results]}) if args.json else print(optimize_text(results))
     return 2 if any(r.duplicated for r in results) else 0
+
+
+def _add_fsck(commands: Subcommands) -> None:
+    fsck = add_command(
+        commands,
+        "fsck",
+        summary="list data files a table's log references that the store lacks or holds truncated; drop them",
+        epilog=FSCK_EXAMPLE,
+        handler=_fsck,
+    )
+    add_json_option(fsck)
+    _add_maintained_tables(fsck)
+    fsck.add_argument(
+        "--yes",
+        action="store_true",
+        help="drop the damaged files from each table's log, recording them (without it nothing changes)",
+    )
+
+
+def _fsck(args: argparse.Namespace) -> int:
+    from streamops.checkpoint_tools.stream_readers import find_readers
+    from streamops.checkpoint_tools.table_fsck import exit_code, fsck_tables, fsck_text
+
+    readers = find_readers(lake_of(args), args.checkpoint)
+    results = fsck_tables(_maintained_tables(args), args.yes, readers)
+    print_json({"tables": [r.to_json() for r in results]}) if args.json else print(fsck_text(results))
+    return exit_code(results)
 
 
 def _add_promote(commands: Subcommands) -> None:
