@@ -32,10 +32,10 @@ from collections import Counter
 from pathlib import Path
 
 from bench_support import machine
-from deltalake import DeltaTable
 
-from streamops.delta.read import read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.storage.location import LocationLike
 
 
 def streamops(*args: str, **popen) -> subprocess.Popen:
@@ -54,8 +54,7 @@ def planned_not_committed(lake: LakeLayout) -> list[str]:
 
 
 def bronze_version(lake: LakeLayout) -> int:
-    table = str(lake.bronze_events)
-    return DeltaTable(table).version() if DeltaTable.is_deltatable(table) else -1
+    return open_table(lake.bronze_events).version() if is_table(lake.bronze_events) else -1
 
 
 def kill_moment(pipeline: subprocess.Popen, lake: LakeLayout, rng: random.Random) -> float:
@@ -73,10 +72,12 @@ def kill_moment(pipeline: subprocess.Popen, lake: LakeLayout, rng: random.Random
     return time.monotonic() - started
 
 
-def id_counts(table: Path) -> Counter:
-    if not DeltaTable.is_deltatable(str(table)):
+def id_counts(table: LocationLike, exclude_prefix: str | None = None) -> Counter:
+    """Rows per event id; ids starting with `exclude_prefix` (rows another writer added) left out."""
+    if not is_table(table):
         return Counter()
-    return Counter(read_delta(str(table), columns=["event_id"]).column(0).to_pylist())
+    ids = read_delta(table, columns=["event_id"]).column(0).to_pylist()
+    return Counter(i for i in ids if exclude_prefix is None or not i.startswith(exclude_prefix))
 
 
 def accounting(expected: int, ids: Counter) -> dict:
@@ -85,10 +86,10 @@ def accounting(expected: int, ids: Counter) -> dict:
     return {"expected": expected, "rows": rows, "lost": expected - distinct, "duplicated": rows - distinct}
 
 
-def check(lake: LakeLayout, manifest: dict) -> dict:
-    bronze = accounting(manifest["events_total"], id_counts(lake.bronze_events))
+def check(lake: LakeLayout, manifest: dict, exclude_prefix: str | None = None) -> dict:
+    bronze = accounting(manifest["events_total"], id_counts(lake.bronze_events, exclude_prefix))
     silver = {
-        event_type: accounting(info["events"], id_counts(lake.silver(event_type)))
+        event_type: accounting(info["events"], id_counts(lake.silver(event_type), exclude_prefix))
         for event_type, info in sorted(manifest["event_types"].items())
     }
     reasons = Counter(read_delta(str(lake.bronze_quarantine), columns=["reason"]).column(0).to_pylist())

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from streamops.exceptions import StreamopsError, error_line
 from streamops.monitor.event_queue import EventQueue, FlushRequest, RawEvent
 from streamops.monitor.exceptions import ProgressEventError
 from streamops.monitor.fleet import Fleet
@@ -54,6 +55,7 @@ class ProgressWorker:
         self._clock = clock
         self._kafka_groups = kafka_groups
         self._rows: list[dict[str, Any]] = []
+        self._write_failing = False
         self._idle_logged_at: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -164,6 +166,9 @@ class ProgressWorker:
         try:
             ended_at = progress.timestamp + progress.batch_duration_ms / 1000.0
             return self._backlog.measure(progress.stream, progress.sources, batch_ended_at=ended_at)
+        except StreamopsError as error:  # a store that is away, a source table gone: one line
+            log.warning("streamops monitor could not measure the backlog of `%s`: %s", progress.stream, error)
+            return None
         except Exception:  # a source we cannot read must not stop the monitor
             log.exception("streamops monitor could not measure the backlog of `%s`", progress.stream)
             return None
@@ -179,14 +184,26 @@ class ProgressWorker:
             return
         try:
             self._log.append(self._rows)
-            self._rows = []
         except Exception as error:  # disk full, permissions, concurrent maintenance: retry later
             self._fleet.record_progress_log_failure()
-            log.warning("streamops monitor could not append to %s (will retry): %s", self._log.path, error)
+            if not self._write_failing:  # one line per episode, not one per flush of an outage
+                log.warning(
+                    "streamops monitor could not append to %s (keeps the rows and retries): %s",
+                    self._log.path,
+                    error_line(error),
+                )
+            self._write_failing = True
             if len(self._rows) > MAX_BUFFERED_ROWS:
                 dropped = len(self._rows) - MAX_BUFFERED_ROWS
                 self._rows = self._rows[dropped:]
                 log.error("streamops monitor dropped %d progress-log rows it could not write", dropped)
+            return
+        if self._write_failing:
+            log.warning(
+                "streamops monitor appends to %s again (%d rows kept meanwhile)", self._log.path, len(self._rows)
+            )
+            self._write_failing = False
+        self._rows = []
 
     def _maintain(self, now: float) -> None:
         assert self._log is not None

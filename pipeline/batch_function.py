@@ -29,6 +29,7 @@ import traceback
 from typing import TYPE_CHECKING, Callable
 
 from streamops.exceptions import error_line
+from streamops.monitor.progress_event import exception_summary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -46,6 +47,7 @@ query's run id (`Job 7 cancelled Query <name> [id = <uuid>, runId = <uuid>] was 
 must fit whole whatever the query's name: at 150 characters the run id was cut off, Spark did not
 see its own stop, and the query ended "Terminated with exception"."""
 _JAVA_STACK_LINE = ("at ", "... ", "Suppressed: ")
+_PYTHON_TRACEBACK = "Traceback (most recent call last):"
 
 
 class JavaCallFailed(RuntimeError):
@@ -84,12 +86,14 @@ def java_call_summary(error: BaseException) -> str:
     """One line for a failure that is, or comes from, a Py4JJavaError.
 
     `py4j.protocol.Py4JJavaError: An error occurred while calling o42.toArrow: <Java exception>;
-    caused by: <cause>; ... (<our innermost frame>)`, at most MAX_MESSAGE_CHARS. Spark's stop check
+    caused by: <cause>; ... (<our innermost frame>)`, at most MAX_MESSAGE_CHARS, led by the
+    exception of a failed Python worker when there was one. Spark's stop check
     still reads it: the prefix and an interruption's class name for PROXY_ERROR, the
     SparkException line with "cancelled" and the job group for a cancelled job.
     """
     java_error = _first_py4j_error(error)
     parts = []
+    lead = ""
     if java_error is not error:  # e.g. our RuntimeError raised from the Py4JJavaError
         parts.append(error_line(error, MAX_LINE_CHARS))
     if java_error is None:
@@ -97,13 +101,17 @@ def java_call_summary(error: BaseException) -> str:
     else:
         call = str(getattr(java_error, "errmsg", "")).strip().removeprefix("An error occurred while calling")
         call = call.strip().rstrip(".")[:MAX_LINE_CHARS] or "?"
-        heads = _java_heads(_safe_str(java_error))
+        java_text = _safe_str(java_error)
+        heads = _java_heads(java_text)
         if len(heads) > 3:
             heads = heads[:1] + heads[-2:]  # the outermost exception and the root causes say the most
+        worker = _worker_exception(java_text)
+        if worker is not None:
+            lead = f"in a Python worker: {worker[:MAX_LINE_CHARS]}; from "
     parts.append(f"{PROXY_ERROR_PREFIX} {call}: " + "; caused by: ".join(h[:MAX_HEAD_CHARS] for h in heads))
     where = _our_frame(java_error or error)
     suffix = f" ({where})" if where else ""
-    return "; from ".join(parts)[: MAX_MESSAGE_CHARS - len(suffix)] + suffix
+    return lead + "; from ".join(parts)[: MAX_MESSAGE_CHARS - len(suffix)] + suffix
 
 
 def _first_py4j_error(error: BaseException) -> BaseException | None:
@@ -130,6 +138,15 @@ def _java_heads(java_text: str) -> list[str]:
             if head and not head.startswith(_JAVA_STACK_LINE):
                 heads.append(head)
     return heads or [_first_line(java_text)]
+
+
+def _worker_exception(java_text: str) -> str | None:
+    """The exception line of a Python worker's traceback inside the Java text (a task of a Python
+    data source or UDF failed): Java's own lines only say "An exception was thrown from the Python
+    worker", and the reason — a full disk, a missing file — is this line."""
+    if _PYTHON_TRACEBACK not in java_text:
+        return None
+    return exception_summary(java_text.split("\n\tat ", 1)[0])
 
 
 def _our_frame(error: BaseException) -> str | None:

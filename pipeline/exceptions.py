@@ -31,3 +31,8 @@ class DemoError(StreamopsError):
 class LakeTableError(StreamopsError):
     """A lake table cannot be read or written for a reason no record causes (storage full,
     permissions, a damaged log): the stream stops and is retried, nothing is quarantined."""
+
+
+class StorageFullError(LakeTableError):
+    """The device under a local lake ran out of space while a batch was being written. Nothing
+    of the batch was committed (its files are deleted); it is replayed once space is freed."""

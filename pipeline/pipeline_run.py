@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING, Callable
 
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
 from streamops.pipeline.bronze.line_sources import KafkaInput
+from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
+from streamops.pipeline.run_lock import RunLock
 from streamops.pipeline.silver.silver_stream import SilverSettings
 from streamops.pipeline.spark_jars import kafka_package
 from streamops.pipeline.spark_session import build_spark
-from streamops.pipeline.spark_storage import object_store_needs
-from streamops.pipeline.supervisor import PipelineSettings, RunReport, Stages, Supervisor
+from streamops.pipeline.spark_storage import object_store_needs, require_store_connectors
+from streamops.pipeline.supervisor import STAGE_LOCKS, PipelineSettings, RunReport, Stages, Supervisor
 from streamops.storage.location import Location, LocationLike
 
 if TYPE_CHECKING:
@@ -44,6 +46,9 @@ class RunOptions:
     """Bronze reads these Kafka topics instead of `landing` (one of the two)."""
     kafka_consumer_group: str | None = None
     """Commit bronze's Kafka position to this consumer group after each batch (Kafka's tools see it)."""
+    cdc: CdcSettings | None = None
+    """The input is Debezium change events: each source table becomes a current-state silver
+    table (and its history, when asked for) instead of an event table (docs/cdc.md)."""
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
@@ -55,10 +60,34 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
     Spark itself. A caller that brought its own session keeps it running."""
     from pyspark import SparkContext
 
-    require_writable_lake(LakeLayout.at(options.lake).root)  # before Spark's 10 s start
+    lake = LakeLayout.at(options.lake)
+    require_writable_lake(lake.root)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
     if (options.landing is None) == (options.kafka is None):
         raise PipelineConfigError("give the pipeline one input: --landing DIR, or --kafka-bootstrap with --topics")
+    running: list[Supervisor] = []
+    lock = RunLock(lake, STAGE_LOCKS[options.stages], lambda line: _lost_lock(line, running))
+    lock.acquire()
+    try:
+        return _run_spark(options, owns_spark, lambda supervisor: _started(supervisor, running, on_start))
+    finally:
+        lock.release()
+
+
+def _started(supervisor: Supervisor, running: list[Supervisor], on_start: Callable[[Supervisor], None] | None) -> None:
+    running.append(supervisor)
+    if on_start is not None:
+        on_start(supervisor)
+
+
+def _lost_lock(line: str, running: list[Supervisor]) -> None:
+    """Another run took this run's lock over: stop, that run owns the checkpoints now."""
+    for supervisor in running:
+        supervisor.log(line)
+        supervisor.request_stop()
+
+
+def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Supervisor], None]) -> RunReport:
     conf, packages = session_needs(options.delta)
     if options.kafka is not None:
         packages = [*packages, kafka_package()]
@@ -67,6 +96,7 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
     conf, packages = {**conf, **store_conf}, [*packages, *store_packages]
     spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
+        require_store_connectors(spark, inputs)
         return _run_with(spark, options, on_start)
     finally:
         if owns_spark:
@@ -106,6 +136,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         bronze_max_files=options.bronze_max_files,
         silver=options.silver,
         stages=options.stages,
+        cdc=options.cdc,
     )
     try:
         supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))

@@ -66,10 +66,18 @@ class Supervised:
 
 
 class QueryRestarts:
-    def __init__(self, failures: dict[str, list[str]], log: Callable[[str], None]) -> None:
-        """Every failure is appended to `failures[name]` (a run's report) and logged in one line."""
+    def __init__(
+        self,
+        failures: dict[str, list[str]],
+        log: Callable[[str], None],
+        explain: Callable[[str], str | None] = lambda name: None,
+    ) -> None:
+        """Every failure is appended to `failures[name]` (a run's report) and logged in one line:
+        `explain(name)`'s measured cause when it finds one (pipeline/failure_causes.py), else the
+        exception's own line."""
         self.failures = failures
         self.log = log
+        self.explain = explain
         self.supervised: dict[str, Supervised] = {}
         self._policy_stops: dict[str, IncompatibleSchemaError] = {}
 
@@ -90,7 +98,7 @@ class QueryRestarts:
             if entry.query is not None and not entry.query.isActive:
                 error = entry.query.exception()
                 entry.query = None
-                message = first_line(error) if error else "stopped"
+                message = (self.explain(entry.name) or first_line(error)) if error else "stopped"
                 if self._policy_stops.pop(entry.name, None) is not None:
                     entry.held = True
                     self.failures.setdefault(entry.name, []).append(message)
@@ -99,6 +107,10 @@ class QueryRestarts:
                 self._back_off(entry, message, now)
             if entry.query is None and now >= entry.next_start:
                 self._start(entry, now)
+
+    def down(self) -> list[str]:
+        """Streams not running now: failed and waiting for their restart, or held by policy."""
+        return sorted(e.name for e in self.supervised.values() if e.held or e.query is None or not e.query.isActive)
 
     def stop(self, batch_timeout: float = STOP_BATCH_TIMEOUT_SECONDS) -> None:
         stop_between_batches([e.query for e in self.supervised.values() if e.query is not None], batch_timeout)
@@ -109,7 +121,7 @@ class QueryRestarts:
         try:
             entry.query = entry.start()
         except Exception as error:  # noqa: BLE001 - a query that cannot start is retried like a failed one
-            self._back_off(entry, first_line(error), now)
+            self._back_off(entry, self.explain(entry.name) or first_line(error), now)
 
     def _back_off(self, entry: Supervised, message: str, now: float) -> None:
         entry.failures += 1

@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from streamops.pipeline.bronze.jvm_classifier import classifier_jar
 from streamops.pipeline.exceptions import JavaNotFoundError
@@ -18,6 +18,9 @@ from streamops.pipeline.spark_jars import (
     jar_settings,
     remember_ivy_resolution,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -104,3 +107,14 @@ def build_spark(
     spark.dataSource.register(DeltaSource)
     spark.dataSource.register(LakeSink)
     return spark
+
+
+def jvm_has_class(spark: SparkSession, name: str) -> bool:
+    """Whether the driver can load `name` the way Spark loads user classes: JARs added with
+    `spark.jars` or `spark.jars.packages` live in the context class loader, not the system one."""
+    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
+    try:
+        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(name)
+    except Exception:  # noqa: BLE001 - Py4J wraps ClassNotFoundException
+        return False
+    return True

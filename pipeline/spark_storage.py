@@ -15,8 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.spark_session import jvm_has_class
 from streamops.storage.location import Location
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 HADOOP_JAR = re.compile(r"hadoop-client-api-(\d[\w.\-]*)\.jar$")
@@ -61,3 +67,24 @@ def object_store_needs(locations: Iterable[Location]) -> tuple[dict[str, str], l
         conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(not options.allow_http).lower()
     return conf, [f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"]
+
+
+HADOOP_FILESYSTEMS = {
+    "azure": ("org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem", "org.apache.hadoop:hadoop-azure"),
+    "gcs": ("com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem", "com.google.cloud.bigdataoss:gcs-connector"),
+}
+"""Stores whose Hadoop connector streamops does not bring: the cluster (or spark-defaults.conf)
+must, as Databricks, HDInsight and Dataproc do."""
+
+
+def require_store_connectors(spark: SparkSession, locations: Iterable[Location]) -> None:
+    """A lake or landing on Azure or GCS needs that store's Hadoop connector in the JVM: without it
+    Spark would fail its first batch with "No FileSystem for scheme"; this says so before."""
+    for location in locations:
+        needed = HADOOP_FILESYSTEMS.get(location.root.kind)
+        if needed is not None and not jvm_has_class(spark, needed[0]):
+            raise PipelineConfigError(
+                f"Spark has no Hadoop connector for `{location}`: add {needed[1]} (at your cluster's Hadoop "
+                "version, with its credentials settings) to spark.jars.packages in spark-defaults.conf, or run "
+                "on a cluster that has it (docs/object-storage.md)"
+            )

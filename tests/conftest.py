@@ -31,29 +31,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for every test that needs Spark (starting one costs ~10 s).
-
-    The pipeline's session where the pipeline can run, with delta-spark's JARs so that the
-    embedded and the native connector both run in it, and Spark's Kafka connector; on an older PySpark (the monitor's tests
-    run on 3.5 too) a plain session with delta-spark's connector and the same settings. Tests must stop the queries
-    they start; this fixture stops any left over, then Spark.
-    """
+def new_spark_session():
+    """The pipeline's session where the pipeline can run, with delta-spark's JARs so that the
+    embedded and the native connector both run in it, and Spark's Kafka connector; on an older
+    PySpark (the monitor's tests run on 3.5 too) a plain session with delta-spark's connector and
+    the same settings. Also what `.ci/warm_spark.py` starts once, so that Ivy has resolved the
+    JARs before CI runs two test processes side by side."""
     try:
         from streamops.pipeline.delta_connector.connector import session_needs
         from streamops.pipeline.spark_jars import kafka_package
         from streamops.pipeline.spark_session import build_spark
 
         native_conf, packages = session_needs("native")  # both connectors run in this one session
-        session = build_spark(
+        return build_spark(
             master="local[2]",
             app_name="streamops-tests",
             conf={**TEST_SPARK_CONF, **native_conf},
             packages=[*packages, kafka_package()],
         )
     except MissingExtraError:
-        session = _plain_spark()
+        return _plain_spark()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every test that needs Spark (starting one costs ~10 s). Tests
+    must stop the queries they start; this fixture stops any left over, then Spark."""
+    session = new_spark_session()
     yield session
     for query in session.streams.active:
         query.stop()

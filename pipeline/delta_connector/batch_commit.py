@@ -21,13 +21,14 @@ from typing import Callable, Iterable, Literal
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
-from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties
 
 from streamops.delta.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.delta.log import commit_file_name
 from streamops.delta.read import is_table, open_table
 from streamops.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR, TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
+from streamops.pipeline.delta_connector.batch_writer import batch_commit_properties
 from streamops.pipeline.delta_connector.data_files import DataFile, delete_quietly
 from streamops.pipeline.delta_connector.write_plan import WritePlan
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -112,10 +113,7 @@ def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> 
         [AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files],
         "append",
         merged,
-        commit_properties=CommitProperties(
-            custom_metadata=commit.to_custom_metadata(),
-            app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
-        ),
+        commit_properties=batch_commit_properties(commit),
         post_commithook_properties=_post_commit_hooks(existing),
     )
     return TableCommit("written", rows=rows)

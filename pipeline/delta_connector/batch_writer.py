@@ -48,12 +48,31 @@ def write_batch(table: LocationLike, data: pa.Table, commit: BatchCommitInfo) ->
         schema_mode="merge",
         configuration=TABLE_CONFIGURATION,
         storage_options=None if existing is not None else location.storage_options(),
-        commit_properties=CommitProperties(
-            custom_metadata=commit.to_custom_metadata(),
-            app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
-        ),
+        commit_properties=batch_commit_properties(commit),
     )
     return WriteOutcome("written", version=open_table(location).version(), rows=data.num_rows)
+
+
+def mark_batch(table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
+    """Commit the batch's `txn` and nothing else, once: a batch that read data and rightly wrote
+    none is then provably done (the doctor's `sink_txn_behind` tells it from a lost one), and its
+    replay is skipped like any other."""
+    existing = open_table(table)
+    done = existing.transaction_version(commit.stream)
+    if done is not None and done >= commit.batch_id:
+        return WriteOutcome("skipped")
+    existing.create_write_transaction(
+        [], "append", existing.schema().to_arrow(), commit_properties=batch_commit_properties(commit)
+    )
+    return WriteOutcome("written", version=existing.version())
+
+
+def batch_commit_properties(commit: BatchCommitInfo) -> CommitProperties:
+    """The batch's identity in its commit: the `txn` that makes replays skip, and commitInfo."""
+    return CommitProperties(
+        custom_metadata=commit.to_custom_metadata(),
+        app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
+    )
 
 
 def create_table(table: LocationLike, schema: pa.Schema) -> None:

@@ -25,7 +25,7 @@ from streamops.delta.read import is_table
 from streamops.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import commit_written, committed_batch
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, write_batch
+from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
@@ -42,6 +42,7 @@ from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 from streamops.pipeline.spark_jars import delta_spark_package
+from streamops.pipeline.spark_session import jvm_has_class
 from streamops.storage.location import LocationLike
 
 if TYPE_CHECKING:
@@ -87,6 +88,9 @@ class DeltaConnector(Protocol):
     def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         """Driver-made rows of a small metadata table, exactly once per batch."""
 
+    def mark_batch(self, table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
+        """Commit only the batch's txn to `table` (once): for a batch that read data and wrote none."""
+
     def write_routes(
         self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
     ) -> BatchReport:
@@ -121,6 +125,10 @@ class EmbeddedDelta:
     def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         with table_access(table, f"write batch {commit.batch_id} of `{commit.stream}` to"):
             return write_batch(table, data, commit)
+
+    def mark_batch(self, table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
+        with table_access(table, f"mark batch {commit.batch_id} of `{commit.stream}` in"):
+            return mark_batch(table, commit)
 
     def write_routes(
         self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
@@ -178,6 +186,13 @@ class NativeDelta:
             return WriteOutcome("skipped", rows=data.num_rows)
         self._append(self.spark.createDataFrame(data), table, commit)
         return WriteOutcome("written", rows=data.num_rows)
+
+    def mark_batch(self, table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
+        done = committed_batch(table, commit.stream)
+        if done is not None and done >= commit.batch_id:
+            return WriteOutcome("skipped")
+        self._append(self.spark.read.format("delta").load(str(table)).limit(0), table, commit)
+        return WriteOutcome("written")
 
     def write_routes(
         self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
@@ -299,21 +314,10 @@ def connector_for(name: str, spark: SparkSession) -> DeltaConnector:
     if name == "embedded":
         return EmbeddedDelta()
     if name == "native":
-        if not _jvm_has_class(spark, DELTA_EXTENSION):
+        if not jvm_has_class(spark, DELTA_EXTENSION):
             raise PipelineConfigError(
                 "the native connector needs delta-spark's JARs on the Spark classpath and none were "
                 "found: run on a cluster that has them (or set spark.jars), or use --delta embedded"
             )
         return NativeDelta(spark)
     raise PipelineConfigError(f"unknown Delta connector `{name}`: use `embedded` or `native`")
-
-
-def _jvm_has_class(spark: SparkSession, name: str) -> bool:
-    """Whether the driver can load `name` the way Spark loads user classes: JARs added with
-    `spark.jars` or `spark.jars.packages` live in the context class loader, not the system one."""
-    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
-    try:
-        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(name)
-    except Exception:  # noqa: BLE001 - Py4J wraps ClassNotFoundException
-        return False
-    return True

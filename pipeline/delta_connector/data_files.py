@@ -14,6 +14,7 @@ straight into a table on an object store; a file a task abandons is deleted the 
 
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -29,7 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pa_fs
 import pyarrow.parquet as pq
 
+from streamops.pipeline.exceptions import StorageFullError
+from streamops.plain_text import human_bytes
 from streamops.storage.arrow_filesystem import arrow_filesystem
+from streamops.storage.local_files import free_bytes
 from streamops.storage.location import Location
 
 STRING_STATS_PREFIX = 32
@@ -77,7 +81,10 @@ class DataFileBuilder:
         if table.num_rows == 0:
             return
         table = table.select(self.schema.names).cast(self.schema)
-        self._writer.write_table(table)
+        try:
+            self._writer.write_table(table)
+        except OSError as error:
+            raise self._storage_error(error, table.nbytes) from error
         self.rows += table.num_rows
         for name, stats in self._stats.items():
             column = table.column(name)
@@ -93,9 +100,12 @@ class DataFileBuilder:
                 self._newest = seconds if self._newest is None else max(self._newest, seconds)
 
     def close(self) -> DataFile:
-        self._writer.close()
-        size = self._sink.tell()
-        self._sink.close()
+        try:
+            self._writer.close()
+            size = self._sink.tell()
+            self._sink.close()
+        except OSError as error:
+            raise self._storage_error(error, 0) from error
         return DataFile(
             table=self.table,
             path=self.name,
@@ -108,9 +118,26 @@ class DataFileBuilder:
         )
 
     def discard(self) -> None:
-        self._writer.close()
-        self._sink.close()
+        """Delete the file, even one the disk filled up under (closing it may fail again)."""
+        try:
+            self._writer.close()
+            self._sink.close()
+        except OSError:
+            pass
         delete_quietly(self.table, self.name)
+
+    def _storage_error(self, error: OSError, pending: int) -> OSError | StorageFullError:
+        """A full local disk (errno ENOSPC) as one line with the path and the space the file needed."""
+        if error.errno != errno.ENOSPC or not Location.of(self.table).is_local:
+            return error
+        written = self._sink.tell()
+        free = free_bytes(Location.of(self.table).key)
+        return StorageFullError(
+            f"no space left on device for `{self.table}/{self.name}`: {human_bytes(free)} free after "
+            f"{human_bytes(written)} of this file, and {human_bytes(pending)} of rows (uncompressed) were "
+            "still to be written; free space on that disk (or move the lake) and restart: the batch "
+            "is replayed, nothing of it was committed"
+        )
 
 
 @functools.lru_cache(maxsize=64)

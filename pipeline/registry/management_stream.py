@@ -44,17 +44,21 @@ class ManagementBatchWriter:
         self.registry = RegistryReader(lake.schema_registry)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        """Assign the batch's new event types to groups. A batch whose types all have a group
+        (new variations of known types) commits its txn alone, so it is provably done."""
         seen = {row.event_type for row in df.select("event_type").distinct().collect()}
         if not seen:
             return
         _, registry = self.registry.read()
         order = [t for t in registry.type_order() if t in seen]
         assigned = assign_groups(self.groups.read().by_type, order, self.types_per_group)
+        commit = batch_commit_info(
+            df.sparkSession, MANAGEMENT_STREAM, batch_id, self.lake.checkpoint(MANAGEMENT_STREAM)
+        )
         if assigned:
-            commit = batch_commit_info(
-                df.sparkSession, MANAGEMENT_STREAM, batch_id, self.lake.checkpoint(MANAGEMENT_STREAM)
-            )
             self.connector.write_batch(self.lake.event_groups, assignment_rows(assigned, batch_id), commit)
+        else:
+            self.connector.mark_batch(self.lake.event_groups, commit)
         if self.on_assigned:
             self.on_assigned(assigned)
 

@@ -97,3 +97,12 @@ def walk(key: str) -> Iterator[Entry]:
 
 def copy_tree(source: str, target: str) -> None:
     shutil.copytree(source, target, symlinks=True)
+
+
+def free_bytes(key: str) -> int:
+    """Free bytes on the device that holds `key`, or would once it is created (its nearest
+    existing parent answers)."""
+    current = key
+    while not os.path.exists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    return shutil.disk_usage(current).free

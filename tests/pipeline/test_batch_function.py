@@ -32,6 +32,7 @@ from streamops.pipeline.batch_function import (
 )
 from streamops.pipeline.exceptions import LakeTableError
 from streamops.pipeline.lake_tables import require_writable_lake
+from streamops.storage.location import Location
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 SLOW_JOB = "java_method('java.lang.Thread', 'sleep', 30000L)"
@@ -191,10 +192,10 @@ def test_a_native_panic_in_a_batch_fails_the_query_instead_of_hanging_it(spark, 
 
 
 def test_a_lake_path_delta_rs_cannot_write_is_refused_before_any_stream_starts(tmp_path):
-    with pytest.raises(LakeTableError, match="choose another --lake path") as refused:
-        require_writable_lake(tmp_path / "lake_local[2]")
+    with pytest.raises(LakeTableError, match="choose another --lake") as refused:
+        require_writable_lake(Location.of(tmp_path / "lake_local[2]"))
     assert "\n" not in str(refused.value)
-    require_writable_lake(tmp_path / "lake with spaces#and%signs")
+    require_writable_lake(Location.of(tmp_path / "lake with spaces#and%signs"))
     assert not list((tmp_path / "lake with spaces#and%signs").iterdir()), "the check leaves nothing behind"
 
 

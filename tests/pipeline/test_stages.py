@@ -34,6 +34,7 @@ def run(lake: LakeLayout, landing, stages: str, delta: str) -> dict:
     return report["lake"]
 
 
+@pytest.mark.parametrize("connector_name", ["embedded"])  # the stages split is the same code on both; CI time
 def test_bronze_and_silver_as_separate_jobs_are_exactly_once(tmp_path, connector_name):
     landing, lake = tmp_path / "landing", LakeLayout.at(tmp_path / "lake")
     manifest = generate(GeneratorSettings(out=landing, events=1200, event_types=6, drift=0.5, bad=0.01, seed=9))

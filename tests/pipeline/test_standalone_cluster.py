@@ -97,6 +97,7 @@ def ids(table: Path) -> Counter:
     return Counter(read_delta(str(table), columns=["event_id"]).column(0).to_pylist())
 
 
+@pytest.mark.parametrize("connector_name", ["embedded"])  # native: driver memory not bounded yet (docs/clusters.md)
 def test_a_cluster_run_is_exactly_once_and_the_driver_holds_no_rows(cluster, tmp_path, connector_name):
     peaks, results, landings = {}, {}, {}
     for scale in (1, 10):

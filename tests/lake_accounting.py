@@ -1,0 +1,32 @@
+"""Every landed line exactly once: in bronze or the bronze quarantine, and every bronze event in
+silver or the silver quarantine (event ids counted, so a duplicate cannot hide a loss)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from streamops.delta.read import read_delta
+from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+
+
+def ids(table) -> Counter:
+    return Counter(read_delta(table, columns=["event_id"]).column(0).to_pylist())
+
+
+def landed_lines(lake: LakeLayout) -> int:
+    """Lines bronze has taken so far: its rows and its quarantined lines."""
+    quarantine = read_delta(lake.bronze_quarantine, columns=["stream"]).column(0).to_pylist()
+    return read_delta(lake.bronze_events, columns=["event_id"]).num_rows + quarantine.count(BRONZE_STREAM)
+
+
+def assert_exactly_once(lake: LakeLayout, lines: int) -> None:
+    quarantine = read_delta(lake.bronze_quarantine, columns=["stream"]).column(0).to_pylist()
+    bronze = ids(lake.bronze_events)
+    assert sum(bronze.values()) + quarantine.count(BRONZE_STREAM) == lines, "every line in bronze or quarantine"
+    assert max(bronze.values()) == 1, "no duplicate in bronze"
+    silver: Counter = Counter()
+    for table in lake.silver_root.iterdir():
+        silver.update(ids(table))
+    silver_quarantine = sum(1 for stream in quarantine if stream.startswith("silver_"))
+    assert max(silver.values()) == 1, "no duplicate in silver"
+    assert sum(silver.values()) + silver_quarantine == sum(bronze.values()), "every bronze event in silver"
