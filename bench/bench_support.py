@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import sys
 import threading
 import time
@@ -148,6 +149,30 @@ def timed(function, *args, **kwargs) -> tuple[float, TreeUsage, object]:
         result = function(*args, **kwargs)
         seconds = time.perf_counter() - started
     return seconds, sampler.usage, result
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """A command run to its end: when it started (`time.time()`, to compare with file times such
+    as a table's last commit), the CPU seconds of its whole tree, and its memory."""
+
+    started: float
+    cpu_seconds: float
+    usage: TreeUsage
+
+
+def run_measured(argv: list[str], timeout: float = 3600, interval: float = 0.5) -> MeasuredRun:
+    """Run `argv` as a benchmark variant; a failed run ends the benchmark with its stderr's tail.
+    Its CPU is summed from the tree's samples: a PySpark program exits without waiting for its
+    JVM, so the children's rusage would leave the JVM out."""
+    started = time.time()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with ProcessTreeSampler(interval=interval, root=process.pid) as sampler:
+        _, stderr = process.communicate(timeout=timeout)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {process.returncode}: {stderr[-3000:]}")
+    cpu = sum(sampler.usage.cpu_percent_samples) * interval / 100
+    return MeasuredRun(started, round(cpu, 1), sampler.usage)
 
 
 def cpu_seconds_by_role(root: int | None = None, exclude: set[int] | frozenset[int] = frozenset()) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """`streamops demo`: everything streamops does, running on this machine, from one command.
 
-A drifting load (the generator, with bad records) lands NDJSON files at a steady rate; the
-pipeline ingests them with the monitor and its Prometheus exporter; the ops console serves the
-lake. Ctrl-C (or the end of `--duration`) stops the load, the pipeline (its queries, the monitor
-and the exporter) and the console, and exits 0.
+A drifting load (the generator, with bad records) lands NDJSON files at a steady rate (or, with
+`kafka_bootstrap`, produces them to a Kafka topic that bronze reads); the pipeline ingests them
+with the monitor and its Prometheus exporter; the ops console serves the lake. Ctrl-C (or the
+end of `--duration`) stops the load, the pipeline (its queries, the monitor and the exporter)
+and the console, and exits 0.
 
 The load runs as back-to-back generator runs ("cycles") of `cycle_seconds` each, so the drift
 (new attributes, widening, an incompatible type change, a new event type) shows within minutes
@@ -28,16 +29,23 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from streamops.lake_layout import DELTA_LOG_DIR, LakeLayout
+from streamops.pipeline.bronze.line_sources import KafkaInput
 from streamops.pipeline.delta_connector.connector import ConnectorName
 from streamops.pipeline.exceptions import DemoError
 from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
+from streamops.pipeline.generator.kafka_writer import KafkaTarget, KafkaWriter
 from streamops.pipeline.generator.run import Progress, generate
 from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.stop_signals import StopSignals
 
 HOST = "127.0.0.1"
 CONSOLE_START_SECONDS = 90
 STOP_WAIT_SECONDS = 20
 CYCLE_FILE = re.compile(r"^c(\d{4})-")
+DEMO_TOPIC = "streamops-demo"
+DEMO_PARTITIONS = 4
+"""Partitions of the demo's topic when the demo creates it: enough for bronze to read in parallel."""
+DEMO_CONSUMER_GROUP = "streamops-demo"
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,14 @@ class DemoOptions:
     trigger_seconds: float = 5.0
     types_per_group: int = 16
     delta: ConnectorName = "embedded"
+    kafka_bootstrap: str | None = None
+    """Produce the load to a Kafka topic at these brokers, and have bronze read it, instead of
+    landing files."""
+    topic: str | None = None
 
     def __post_init__(self) -> None:
+        if self.topic is not None and self.kafka_bootstrap is None:
+            raise DemoError("--topic needs --kafka-bootstrap HOST:PORT")
         if not self.rate > 0:
             raise DemoError(f"--rate must be a positive number of events/s, got {self.rate}")
         if not 1 <= self.event_types <= MAX_EVENT_TYPES:
@@ -69,6 +83,13 @@ class DemoOptions:
             raise DemoError("--console-port and --metrics-port must differ")
 
     @property
+    def kafka(self) -> KafkaTarget | None:
+        """The topic the load goes to (created with DEMO_PARTITIONS partitions when missing)."""
+        if self.kafka_bootstrap is None:
+            return None
+        return KafkaTarget(self.kafka_bootstrap, self.topic or DEMO_TOPIC, DEMO_PARTITIONS)
+
+    @property
     def cycle_length(self) -> float:
         """A run shorter than a cycle still shows every drift stage: the cycle fits the run."""
         return self.cycle_seconds if self.duration is None else min(self.cycle_seconds, self.duration)
@@ -79,16 +100,26 @@ class _LoadStopped(Exception):
 
 
 class DriftingLoad(threading.Thread):
-    """Generator runs, back to back, each file moved into `landing` as soon as it is written.
+    """Generator runs, back to back, each file moved into `landing` as soon as it is written
+    (`landing` None: each file's lines are produced to the demo's topic instead).
 
     A cycle writes into its own staging directory (the generator refuses to mix runs in one
     directory) and each finished file is renamed into landing with the cycle as a prefix, which
-    keeps names unique and the arrival atomic for Spark's file source.
+    keeps names unique and the arrival atomic for Spark's file source. A failed load stops the
+    demo (`on_failure`): a pipeline with no input would only look healthy.
     """
 
-    def __init__(self, options: DemoOptions, landing: Path, staging: Path, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        options: DemoOptions,
+        landing: Path | None,
+        staging: Path,
+        stop: threading.Event,
+        on_failure: Callable[[], None],
+    ) -> None:
         super().__init__(name="streamops-demo-load", daemon=True)
         self.options, self.landing, self.staging, self.stop = options, landing, staging, stop
+        self.on_failure = on_failure
         self.lines = 0
         self.files = 0
         self.error: BaseException | None = None
@@ -106,6 +137,7 @@ class DriftingLoad(threading.Thread):
                     drift=self.options.drift,
                     bad=self.options.bad,
                     rate=self.options.rate,
+                    kafka=self.options.kafka,
                 )
                 try:
                     generate(settings, on_file=lambda progress, c=cycle: self._publish(progress, out, c))
@@ -114,13 +146,14 @@ class DriftingLoad(threading.Thread):
                 cycle += 1
         except BaseException as error:  # noqa: BLE001 - reported by the demo, which then stops
             self.error = error
-            self.stop.set()
+            self.on_failure()
         finally:
             shutil.rmtree(self.staging, ignore_errors=True)
 
     def _publish(self, progress: Progress, out: Path, cycle: int) -> None:
-        name = progress.file.name
-        os.rename(out / name, self.landing / f"c{cycle:04d}-{name}")
+        if self.landing is not None:  # produced to Kafka, the lines are already on the topic
+            name = progress.file.name
+            os.rename(out / name, self.landing / f"c{cycle:04d}-{name}")
         self.files += 1
         self.lines += progress.file.lines
         if self.stop.is_set():
@@ -128,6 +161,8 @@ class DriftingLoad(threading.Thread):
 
     def _next_cycle(self) -> int:
         """A demo restarted on the same workdir continues after the cycles already landed."""
+        if self.landing is None:
+            return 1
         cycles = [int(m.group(1)) for p in self.landing.iterdir() if (m := CYCLE_FILE.match(p.name))]
         return max(cycles, default=0) + 1
 
@@ -206,10 +241,11 @@ class Announcer(threading.Thread):
         stop: threading.Event,
         on_failure: Callable[[], None],
         out: TextIO,
+        kafka: KafkaTarget | None = None,
     ) -> None:
         super().__init__(name="streamops-demo-announcer", daemon=True)
         self.console, self.metrics_url, self.lake, self.started = console, metrics_url, lake, started
-        self.stop, self.on_failure, self.out = stop, on_failure, out
+        self.stop, self.on_failure, self.out, self.kafka = stop, on_failure, out, kafka
         self.error: DemoError | None = None
 
     def run(self) -> None:
@@ -223,7 +259,7 @@ class Announcer(threading.Thread):
             self.stop.wait(0.5)
         if self.stop.is_set():
             return
-        self._say(banner(self.console.url, self.metrics_url, self.lake, time.monotonic() - self.started))
+        self._say(banner(self.console.url, self.metrics_url, self.lake, time.monotonic() - self.started, self.kafka))
         while not self.stop.is_set():
             table = first_silver_table(self.lake)
             if table is not None:
@@ -236,8 +272,19 @@ class Announcer(threading.Thread):
         print(text, file=self.out, flush=True)
 
 
-def banner(console_url: str, metrics_url: str, lake: LakeLayout, seconds: float) -> str:
+def banner(
+    console_url: str, metrics_url: str, lake: LakeLayout, seconds: float, kafka: KafkaTarget | None = None
+) -> str:
+    """What to open and what to try; with Kafka, the doctor also asks the brokers, and Kafka's
+    own tool sees bronze's consumer group."""
     root = lake.root
+    brokers, topic, group = "", [], []
+    if kafka is not None:
+        brokers = f" --kafka-bootstrap {kafka.bootstrap}"
+        topic = [f"  kafka     topic `{kafka.topic}` at {kafka.bootstrap}"]
+        group = [
+            f"  kafka-consumer-groups.sh --bootstrap-server {kafka.bootstrap} --describe --group {DEMO_CONSUMER_GROUP}"
+        ]
     return "\n".join(
         [
             "",
@@ -245,10 +292,12 @@ def banner(console_url: str, metrics_url: str, lake: LakeLayout, seconds: float)
             f"  console   {console_url}",
             f"  metrics   {metrics_url}",
             f"  lake      {root}",
+            *topic,
             "try, in another terminal:",
             f"  streamops status --lake {root}",
-            f"  streamops checkpoint doctor --lake {root}",
+            f"  streamops checkpoint doctor --lake {root}{brokers}",
             f"  streamops checkpoint correlate {lake.checkpoint('bronze')} --lake {root} --last 3",
+            *group,
             "",
         ]
     )
@@ -262,72 +311,61 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
 
     started = time.monotonic()
     workdir = options.workdir.expanduser().resolve()
-    lake, landing = LakeLayout.at(workdir / "lake"), workdir / "landing"
+    kafka = options.kafka
+    lake, landing = LakeLayout.at(workdir / "lake"), None if kafka else workdir / "landing"
     for directory in (lake.root.local_path, landing):
-        directory.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
-    supervisors = []
-
-    def request_stop(*_: object) -> None:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C forces the exit
-        stop.set()
-        for supervisor in supervisors:
-            supervisor.request_stop()
-
-    def on_start(supervisor) -> None:
-        # SparkContext installs its own SIGINT handler (cancel jobs, raise KeyboardInterrupt)
-        # when it starts: take Ctrl-C back, so it stops the queries cleanly instead
-        signal.signal(signal.SIGINT, signal.default_int_handler if stop.is_set() else request_stop)
-        supervisors.append(supervisor)
-        if stop.is_set():
-            supervisor.request_stop()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    timer = threading.Timer(options.duration, request_stop) if options.duration else None
-    print(
-        f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {landing}",
-        file=out,
-        flush=True,
-    )
-    console = ConsoleProcess(lake, options.console_port, workdir / "console.log")
-    load = DriftingLoad(options, landing, workdir / ".generator", stop)
-    announcer = Announcer(
-        console, f"http://{HOST}:{options.metrics_port}/metrics", lake, started, stop, request_stop, out
-    )
-    try:
-        load.start()
-        announcer.start()
-        if timer is not None:
-            timer.start()
-        report = run_pipeline(
-            RunOptions(
-                lake=lake.root,
-                landing=landing,
-                trigger_seconds=options.trigger_seconds,
-                metrics_port=options.metrics_port,
-                metrics_host=HOST,
-                silver=SilverSettings(types_per_group=options.types_per_group),
-                delta=options.delta,
-            ),
-            on_start=on_start,
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+    if kafka is not None:
+        KafkaWriter(kafka)  # creates the topic when missing; an unreachable broker fails here, before Spark
+    with StopSignals() as signals:
+        stop, request_stop = signals.event, signals.request_stop
+        timer = threading.Timer(options.duration, request_stop) if options.duration else None
+        target = landing if kafka is None else f"topic `{kafka.topic}` at {kafka.bootstrap}"
+        print(
+            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {target}",
+            file=out,
+            flush=True,
         )
-    finally:
-        stop.set()
-        if timer is not None:
-            timer.cancel()
-        load.join()
-        console.stop()
-        announcer.join(5)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        console = ConsoleProcess(lake, options.console_port, workdir / "console.log")
+        load = DriftingLoad(options, landing, workdir / ".generator", stop, request_stop)
+        announcer = Announcer(
+            console, f"http://{HOST}:{options.metrics_port}/metrics", lake, started, stop, request_stop, out, kafka
+        )
+        try:
+            load.start()
+            announcer.start()
+            if timer is not None:
+                timer.start()
+            report = run_pipeline(
+                RunOptions(
+                    lake=lake.root,
+                    landing=landing,
+                    kafka=None if kafka is None else KafkaInput(kafka.bootstrap, topics=(kafka.topic,)),
+                    kafka_consumer_group=None if kafka is None else DEMO_CONSUMER_GROUP,
+                    trigger_seconds=options.trigger_seconds,
+                    metrics_port=options.metrics_port,
+                    metrics_host=HOST,
+                    silver=SilverSettings(types_per_group=options.types_per_group),
+                    delta=options.delta,
+                ),
+                on_start=signals.on_start,
+            )
+        finally:
+            stop.set()
+            if timer is not None:
+                timer.cancel()
+            load.join()
+            console.stop()
+            announcer.join(5)
     if announcer.error is not None:
         raise announcer.error
     if load.error is not None:
         raise DemoError(f"the load generator stopped: {load.error}")
     summary = summarize_lake(lake)
+    produced = f"in {load.files} files" if kafka is None else f"produced to topic `{kafka.topic}`"
     print(
-        f"streamops demo stopped after {time.monotonic() - started:.0f}s: {load.lines} lines in {load.files} files, "
+        f"streamops demo stopped after {time.monotonic() - started:.0f}s: {load.lines} lines {produced}, "
         f"{summary.bronze_rows} bronze rows, {sum(summary.quarantine_by_reason.values())} quarantined, "
         f"{len(summary.silver_rows)} silver tables, {summary.schema_alerts} schema alerts",
         file=out,
@@ -335,4 +373,4 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     )
     for stream, errors in sorted(report.failures.items()):
         print(f"{stream} failed {len(errors)}x, last: {errors[-1]}", file=out, flush=True)
-    return 1 if report.failures else 0
+    return 1 if report.failed else 0

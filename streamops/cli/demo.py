@@ -7,14 +7,17 @@ from pathlib import Path
 
 from streamops.cli.options import Subcommands, add_command
 from streamops.pipeline.delta_connector.connector import CONNECTORS
+from streamops.pipeline.demo import DEMO_PARTITIONS, DEMO_TOPIC
 
 DEMO_EXAMPLE = """examples:
   streamops demo                                   # until Ctrl-C; console on http://127.0.0.1:8501
   streamops demo --duration 300 --rate 500 --event-types 20 --workdir /tmp/streamops-demo
+  streamops demo --kafka-bootstrap 127.0.0.1:9092 --topic demo-events
 
-what runs: a drifting load with bad records (the generator) lands files in WORKDIR/landing, the
-pipeline ingests them into WORKDIR/lake with the monitor and its Prometheus exporter, and the
-ops console serves the lake. Ctrl-C stops all of it and exits 0.
+what runs: a drifting load with bad records (the generator) lands files in WORKDIR/landing (or
+produces them to a Kafka topic that bronze reads), the pipeline ingests them into WORKDIR/lake
+with the monitor and its Prometheus exporter, and the ops console serves the lake. Ctrl-C stops
+all of it and exits 0.
 """
 
 
@@ -41,6 +44,15 @@ def register(subcommands: Subcommands) -> None:
     demo.add_argument("--console-port", type=int, default=8501, help="console port (default 8501)")
     demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
     demo.add_argument("--delta", choices=CONNECTORS, default="embedded", help="the Delta connector (see streamops run)")
+    kafka = demo.add_argument_group("the load through Kafka instead of landing files")
+    kafka.add_argument(
+        "--kafka-bootstrap", metavar="HOST:PORT[,...]",
+        help="produce the load to these Kafka brokers and have bronze read the topic (needs streamops[kafka])",
+    )  # fmt: skip
+    kafka.add_argument(
+        "--topic",
+        help=f"the topic (default {DEMO_TOPIC}; created with {DEMO_PARTITIONS} partitions when missing)",
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -55,5 +67,7 @@ def _demo(args: argparse.Namespace) -> int:
             console_port=args.console_port,
             metrics_port=args.metrics_port,
             delta=args.delta,
+            kafka_bootstrap=args.kafka_bootstrap,
+            topic=args.topic,
         )
     )

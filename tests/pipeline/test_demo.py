@@ -165,6 +165,7 @@ def test_demo_stops_by_itself_after_its_duration(tmp_path):
         ({"event_types": 0}, "--event-types must be between 1 and"),
         ({"duration": -1}, "--duration must be a positive number of seconds"),
         ({"console_port": 9108}, "--console-port and --metrics-port must differ"),
+        ({"topic": "events"}, "--topic needs --kafka-bootstrap HOST:PORT"),
     ],
 )
 def test_wrong_options_are_refused_before_anything_starts(tmp_path, options, message):
