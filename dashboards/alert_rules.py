@@ -54,6 +54,8 @@ class AlertThresholds:
     retention_headroom_seconds: float = 86400
     retention_headroom_for: str = "5m"
     kafka_loss_window: str = "15m"
+    cdc_lag_seconds: float = 300
+    cdc_lag_for: str = "10m"
 
 
 @dataclass(frozen=True)
@@ -198,9 +200,31 @@ def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[
                 "of the rows stream {{ $labels.stream }} read went to <lake>/bronze/quarantine. The "
                 "Fleet overview's quarantine panel shows which reason grew; query the quarantine "
                 "table by reason for the raw records and fix the producer. Run "
-                f"{STATUS} for the stream's input."
+                f"{STATUS} for the stream's input. Tombstones (Kafka records without a value, which "
+                "Debezium sends after each delete) are left out: they carry no data."
             ),
             value_format="humanizePercentage",
+        ),
+        AlertRule(
+            name="CdcLagHigh",
+            value=promql.cdc_lag(),
+            comparison=">",
+            threshold=t.cdc_lag_seconds,
+            pending=t.cdc_lag_for,
+            severity="warning",
+            summary=(
+                f"CDC table {{{{ $labels.table }}}} of stream {{{{ $labels.stream }}}} lands changes {VALUE} "
+                "after its database committed them"
+            ),
+            description=(
+                "The last batches of stream {{ $labels.stream }} committed changes of source table "
+                f"{{{{ $labels.table }}}} more than {format_number(t.cdc_lag_seconds)}s after the database "
+                f"committed them, for {t.cdc_lag_for}: the silver table is that far behind the database. The "
+                "Stream detail dashboard shows the stream's backlog and batch phases: if batches are slow, give it "
+                "executors or shorten the trigger; if its Kafka source lags, so does Debezium's topic (check the "
+                f"connector). <lake>/_system/cdc_applies has each batch's lag per table; {STATUS} shows the stream."
+            ),
+            value_format="humanizeDuration",
         ),
         AlertRule(
             name="KafkaOffsetsLost",

@@ -16,6 +16,8 @@ from streamops.dashboards.exposition import BUCKET_LABEL, exposed_labels, sample
 from streamops.monitor.metric_catalog import (
     BATCH_PHASE_DURATION,
     BATCH_PHASE_SECONDS,
+    CDC_LAG,
+    CDC_ROWS,
     EVENT_TYPE_LAST_COMMIT,
     EVENT_TYPE_ROWS,
     EVENT_TYPE_SCHEMA_VERSION,
@@ -180,9 +182,15 @@ def kafka_offsets_lost(window: str, scope: Scope = UNSCOPED) -> str:
     return f"sum by (stream, topic, partition) ({recent_increase(KAFKA_LOST_OFFSETS, window, scope)})"
 
 
+TOMBSTONE_REASON = "tombstone"
+"""A Kafka record without a value: Debezium sends one after every delete (for log compaction),
+so a CDC stream quarantines them by the thousand and loses nothing; the ratio leaves them out."""
+
+
 def quarantine_ratio(window: str, scope: Scope = UNSCOPED) -> str:
-    """Share of a stream's input rows sent to quarantine over `window`."""
-    quarantined = f"sum by (stream) (rate({selector(QUARANTINED_ROWS, scope)}[{window}]))"
+    """Share of a stream's input rows sent to quarantine over `window` (tombstones aside)."""
+    rows = selector(QUARANTINED_ROWS, scope, f'reason!="{TOMBSTONE_REASON}"')
+    quarantined = f"sum by (stream) (rate({rows}[{window}]))"
     return f"{quarantined} / {rows_read_per_second(scope, window)}"
 
 
@@ -294,6 +302,18 @@ def current_warnings(scope: Scope = UNSCOPED) -> str:
     """One series per stream and warning that holds now."""
     label = state_label(STREAM_WARNING)
     return f"max by (stream, {label}) ({selector(STREAM_WARNING, scope)}) == 1"
+
+
+def cdc_rows_per_second(scope: Scope = UNSCOPED) -> str:
+    """Rows CDC MERGEs changed per second, by table and change (inserted, updated, deleted,
+    ignored)."""
+    return f"sum by (table, change) (rate({selector(CDC_ROWS, scope)}[{RATE_INTERVAL}]))"
+
+
+def cdc_lag(scope: Scope = UNSCOPED) -> str:
+    """Each CDC table's lag: its last batch's silver commit minus the source commit of the newest
+    change it applied."""
+    return f"max by (stream, table) ({selector(CDC_LAG, scope)})"
 
 
 def late_rows_recent(window: str, scope: Scope = UNSCOPED) -> str:

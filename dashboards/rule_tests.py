@@ -20,6 +20,7 @@ from streamops.dashboards.exposition import sample_name, state_label
 from streamops.monitor.metric_catalog import (
     BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_SECONDS,
+    CDC_LAG,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
     KAFKA_LOST_OFFSETS,
@@ -200,6 +201,9 @@ CASES: tuple[RuleCase, ...] = (
             series(QUARANTINED_ROWS, "0+20x30", stream="bronze", reason="malformed_json"),
             series(INPUT_ROWS, "0+100x30", stream="clean"),
             series(QUARANTINED_ROWS, "0+1x30", stream="clean", reason="missing_event_type"),
+            # a CDC stream: a tombstone after each delete is no data lost
+            series(INPUT_ROWS, "0+100x30", stream="changes"),
+            series(QUARANTINED_ROWS, "0+30x30", stream="changes", reason="tombstone"),
         ),
         evaluations=(
             ("5m", ()),
@@ -305,6 +309,27 @@ CASES: tuple[RuleCase, ...] = (
                     Firing(
                         {"stream": "lagging"},
                         "Unread source data of stream lagging can be deleted by retention in 23h 50m 0s",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    RuleCase(
+        alert="CdcLagHigh",
+        input_series=(
+            series(CDC_LAG, "30x5 900x20", stream="silver_g0001", table="public.orders"),
+            series(CDC_LAG, "30x25", stream="silver_g0001", table="public.customers"),
+            series(CDC_LAG, "400x4 20x20", stream="silver_g0002", table="inventory.items"),
+        ),
+        evaluations=(
+            ("8m", ()),
+            (
+                "18m",
+                (
+                    Firing(
+                        {"stream": "silver_g0001", "table": "public.orders"},
+                        "CDC table public.orders of stream silver_g0001 lands changes 15m 0s after its database "
+                        "committed them",
                     ),
                 ),
             ),

@@ -143,5 +143,30 @@ def build_stream_dashboard() -> models.Dashboard:
                 stacked=True,
             )
         )
+        .with_row(Row("Change data capture"))
+        .with_panel(
+            panels.series_panel(
+                "CDC rows by table",
+                "Rows the stream's MERGEs inserted, updated and deleted in each source table's silver table per "
+                "second; ignored: changes that changed nothing (superseded in their batch, older than the table's "
+                "state, sent again). Empty for streams that apply no change data capture.",
+                "rowsps",
+                promql.cdc_rows_per_second(ONE_STREAM),
+                "{{table}} {{change}}",
+                width=12,
+                stacked=True,
+            )
+        )
+        .with_panel(
+            panels.series_panel(
+                "CDC lag by table",
+                "For each source table, its last batch's silver commit time minus the database's commit time of "
+                "the newest change it applied.",
+                "s",
+                promql.cdc_lag(ONE_STREAM),
+                "{{table}}",
+                width=12,
+            )
+        )
     )
     return panels.numbered(builder.build())

@@ -95,6 +95,10 @@ class FleetCollector(Collector):
             add(catalog.KAFKA_LOST_OFFSETS, [stream, topic, str(partition)], offsets)
         for event_type, count in snapshot.schema_alerts:
             add(catalog.SCHEMA_ALERTS, [event_type], count)
+        for stream, table, change, rows in snapshot.cdc_rows:
+            add(catalog.CDC_ROWS, [stream, table, change], rows)
+        for stream, table, lag in snapshot.cdc_lag:
+            add(catalog.CDC_LAG, [stream, table], lag)
         add(catalog.MONITOR_EVENTS_DROPPED, [], snapshot.dropped_events)
         add(catalog.MONITOR_PROGRESS_LOG_FAILURES, [], snapshot.progress_log_failures)
         add(catalog.MONITOR_WORKER_CPU, [], self._worker_cpu_seconds())

@@ -40,6 +40,22 @@ class TableCommit:
     max_event_time: float | None
 
 
+@dataclass(frozen=True)
+class CdcApply:
+    """One batch's apply to one CDC table, as the pipeline reports it right after its MERGE:
+    rows inserted, updated, deleted, changes that changed nothing, and the batch's lag (source
+    commit of its newest change -> silver commit; None when it applied no change with a time)."""
+
+    stream: str
+    table: str
+    inserted: int
+    updated: int
+    deleted: int
+    ignored: int
+    lag_seconds: float | None
+    committed_at: float
+
+
 @dataclass
 class _StreamState:
     stream: str
@@ -111,6 +127,9 @@ class FleetSnapshot:
     dropped_events: int = 0
     progress_log_failures: int = 0
     kafka_lost: tuple[tuple[str, str, int, int], ...] = ()
+    cdc_rows: tuple[tuple[str, str, str, int], ...] = ()
+    """(stream, table, change, rows): change is inserted, updated, deleted or ignored."""
+    cdc_lag: tuple[tuple[str, str, float], ...] = ()
 
 
 @dataclass
@@ -119,6 +138,8 @@ class _Counters:
     schema_alerts: dict[str, int] = field(default_factory=dict)
     progress_log_failures: int = 0
     kafka_lost: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    cdc_rows: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    cdc_lag: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class Fleet:
@@ -228,6 +249,20 @@ class Fleet:
             key = (stream, topic, partition)
             self._counters.kafka_lost[key] = self._counters.kafka_lost.get(key, 0) + offsets
 
+    def record_cdc_apply(self, apply: CdcApply) -> None:
+        with self._lock:
+            rows = self._counters.cdc_rows
+            for change, count in (
+                ("inserted", apply.inserted),
+                ("updated", apply.updated),
+                ("deleted", apply.deleted),
+                ("ignored", apply.ignored),
+            ):
+                key = (apply.stream, apply.table, change)
+                rows[key] = rows.get(key, 0) + count
+            if apply.lag_seconds is not None:
+                self._counters.cdc_lag[(apply.stream, apply.table)] = apply.lag_seconds
+
     def record_schema_alert(self, event_type: str) -> None:
         with self._lock:
             alerts = self._counters.schema_alerts
@@ -262,7 +297,11 @@ class Fleet:
             kafka_lost = tuple((s, t, p, n) for (s, t, p), n in self._counters.kafka_lost.items())
             alerts = tuple(self._counters.schema_alerts.items())
             failures = self._counters.progress_log_failures
-        return FleetSnapshot(streams, event_types, quarantined, alerts, dropped_events, failures, kafka_lost)
+            cdc_rows = tuple((s, t, c, n) for (s, t, c), n in self._counters.cdc_rows.items())
+            cdc_lag = tuple((s, t, lag) for (s, t), lag in self._counters.cdc_lag.items())
+        return FleetSnapshot(
+            streams, event_types, quarantined, alerts, dropped_events, failures, kafka_lost, cdc_rows, cdc_lag
+        )
 
     def _view(self, state: _StreamState) -> StreamView:
         reading = state.reading

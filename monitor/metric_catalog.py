@@ -269,6 +269,22 @@ KAFKA_LOST_OFFSETS = MetricSpec(
     "they were read (each range is in _system/kafka_data_loss)",
     STREAM + ("topic", "partition"),
 )
+CDC_CHANGES: tuple[str, ...] = ("inserted", "updated", "deleted", "ignored")
+"""Label `change` of CDC_ROWS."""
+CDC_ROWS = MetricSpec(
+    "streamops_cdc_rows_total",
+    "counter",
+    "CDC: rows the MERGEs of a source table's silver table inserted, updated and deleted; `ignored` counts "
+    "the changes that changed nothing (superseded in their batch, older than the table's state, replayed)",
+    STREAM + ("table", "change"),
+)
+CDC_LAG = MetricSpec(
+    "streamops_cdc_lag_seconds",
+    "gauge",
+    "CDC: the last batch's silver commit time minus the source database's commit time of the newest "
+    "change it applied to the table",
+    STREAM + ("table",),
+)
 SCHEMA_ALERTS = MetricSpec(
     "streamops_schema_alerts_total",
     "counter",
@@ -340,6 +356,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     EVENT_TYPE_FRESHNESS,
     QUARANTINED_ROWS,
     KAFKA_LOST_OFFSETS,
+    CDC_ROWS,
+    CDC_LAG,
     SCHEMA_ALERTS,
     STREAM_FAILURES,
     MONITOR_EVENTS_DROPPED,

@@ -29,7 +29,7 @@ from streamops.lake_layout import LakeLayout, LakeLike
 from streamops.monitor.event_queue import EventQueue, RawEvent
 from streamops.monitor.exceptions import MonitorError
 from streamops.monitor.exporter import FleetCollector, MetricsServer, serve_metrics
-from streamops.monitor.fleet import Fleet, TableCommit
+from streamops.monitor.fleet import CdcApply, Fleet, TableCommit
 from streamops.monitor.kafka_groups import KafkaGroupCommits, KafkaGroupPublisher
 from streamops.monitor.metric_catalog import DEFAULT_METRICS_HOST
 from streamops.monitor.progress_event import EventKind, QueryStarted
@@ -193,6 +193,10 @@ class StreamMonitor:
 
     def record_schema_alert(self, event_type: str) -> None:
         self._fleet.record_schema_alert(event_type)
+
+    def record_cdc_apply(self, apply: CdcApply) -> None:
+        """One batch's MERGE into one CDC table: rows inserted, updated, deleted, and its lag."""
+        self._fleet.record_cdc_apply(apply)
 
     def record_kafka_data_loss(self, stream: str, topic: str, partition: int, offsets: int) -> None:
         """`offsets` of a Kafka partition `stream` skipped because retention deleted them."""

@@ -1,5 +1,6 @@
 """What the pipeline tells the monitor: which table each stream reads, and after each commit
-its event-time freshness, quarantine counts, per-event-type commits and schema alerts.
+its event-time freshness, quarantine counts, per-event-type commits, schema alerts and, for CDC
+tables, the rows each batch inserted, updated and deleted and its lag.
 
 The batch results and the `PipelineEvents` protocol live here, below the streams that produce
 them and the supervisor that wires them, so the streams never import each other. The monitor
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from streamops.checkpoint.kafka_positions import LostRange
 from streamops.lake_layout import BRONZE_STREAM, silver_stream
-from streamops.monitor.fleet import TableCommit
+from streamops.monitor.fleet import CdcApply, TableCommit
 from streamops.pipeline.registry.schema_alerts import SchemaAlert
 from streamops.pipeline.silver.silver_schemas import SilverSchema
 
@@ -44,6 +45,38 @@ class SilverBatchResult:
     alerts: tuple[SchemaAlert, ...]
 
 
+@dataclass(frozen=True)
+class CdcTableApply:
+    """What one batch did to one CDC table: its changes, the rows its MERGE inserted, updated
+    and deleted, the changes that changed nothing, and when the database committed them."""
+
+    table: str
+    changes: int
+    inserted: int
+    updated: int
+    deleted: int
+    ignored: int
+    truncated: bool
+    history_versions: int
+    oldest_source_time: float | None
+    newest_source_time: float | None
+    committed_at: float
+
+    @property
+    def lag_seconds(self) -> float | None:
+        """Source commit of the newest change applied -> silver commit."""
+        return None if self.newest_source_time is None else max(0.0, self.committed_at - self.newest_source_time)
+
+
+@dataclass(frozen=True)
+class CdcBatchResult:
+    group: str
+    batch_id: int
+    tables: tuple[CdcTableApply, ...]
+    quarantined: dict[str, int]
+    alerts: tuple[SchemaAlert, ...]
+
+
 class PipelineEvents(Protocol):
     def stream_reads_table(self, stream: str, table: Path) -> None:
         """Called before `stream` starts, so its backlog is measured from `table` at once."""
@@ -51,6 +84,8 @@ class PipelineEvents(Protocol):
     def bronze_committed(self, result: BronzeBatchResult, max_event_time: float | None) -> None: ...
 
     def silver_committed(self, result: SilverBatchResult, schemas: dict[str, SilverSchema]) -> None: ...
+
+    def cdc_applied(self, result: CdcBatchResult) -> None: ...
 
 
 class Unmonitored:
@@ -63,6 +98,9 @@ class Unmonitored:
         return None
 
     def silver_committed(self, result: SilverBatchResult, schemas: dict[str, SilverSchema]) -> None:
+        return None
+
+    def cdc_applied(self, result: CdcBatchResult) -> None:
         return None
 
 
@@ -99,5 +137,28 @@ class MonitorEvents:
             self.monitor.record_stream_event_time(stream, max(result.max_event_time.values()))
         if result.quarantined:
             self.monitor.record_quarantine(stream, "incompatible_type", result.quarantined)
+        for alert in result.alerts:
+            self.monitor.record_schema_alert(alert.event_type)
+
+    def cdc_applied(self, result: CdcBatchResult) -> None:
+        stream = silver_stream(result.group)
+        for table in result.tables:
+            self.monitor.record_cdc_apply(
+                CdcApply(
+                    stream=stream,
+                    table=table.table,
+                    inserted=table.inserted,
+                    updated=table.updated,
+                    deleted=table.deleted,
+                    ignored=table.ignored,
+                    lag_seconds=table.lag_seconds,
+                    committed_at=table.committed_at,
+                )
+            )
+        newest = [t.newest_source_time for t in result.tables if t.newest_source_time is not None]
+        if newest:
+            self.monitor.record_stream_event_time(stream, max(newest))
+        for reason, rows in result.quarantined.items():
+            self.monitor.record_quarantine(stream, reason, rows)
         for alert in result.alerts:
             self.monitor.record_schema_alert(alert.event_type)

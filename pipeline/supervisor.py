@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from streamops.checkpoint.abandoned_writes import remove_abandoned_writes
+from streamops.exceptions import StreamopsError
 from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
 from streamops.pipeline.bronze.bronze_stream import (
     BronzeBatchWriter,
@@ -29,9 +30,19 @@ from streamops.pipeline.bronze.bronze_stream import (
 )
 from streamops.pipeline.bronze.kafka_retention import check_retention
 from streamops.pipeline.bronze.line_sources import KafkaInput
+from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.cdc.cdc_stream import CdcGroupWriter
 from streamops.pipeline.delta_connector.connector import DeltaConnector
+from streamops.pipeline.failure_causes import FailureCauses
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from streamops.pipeline.query_restarts import QueryRestarts, Supervised, first_line
+from streamops.pipeline.query_restarts import (
+    STOP_BATCH_TIMEOUT_SECONDS,
+    STOP_POLL_SECONDS,
+    QueryRestarts,
+    Supervised,
+    first_line,
+    stop_between_batches,
+)
 from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventGroupsReader
 from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
 from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, SchemaRegistry
@@ -45,6 +56,8 @@ if TYPE_CHECKING:
 
 Stages = Literal["bronze", "silver", "all"]
 STAGES: tuple[Stages, ...] = get_args(Stages)
+STAGE_LOCKS: dict[Stages, tuple[str, ...]] = {"bronze": ("bronze",), "silver": ("silver",), "all": ("bronze", "silver")}
+"""The run locks (pipeline/run_lock.py) a run of each `--stages` value holds."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,8 @@ class PipelineSettings:
     stages: Stages = "all"
     kafka: KafkaInput | None = None
     """Bronze reads these Kafka topics instead of `landing`."""
+    cdc: CdcSettings | None = None
+    """The input is Debezium changes: silver groups MERGE each source table's current state."""
 
     @property
     def runs_bronze(self) -> bool:
@@ -77,6 +92,14 @@ class RunReport:
     bronze_rows: int = 0
     quarantined: dict[str, int] = field(default_factory=dict)
     failures: dict[str, list[str]] = field(default_factory=dict)
+    down: list[str] = field(default_factory=list)
+    """Streams that had failed and were not running again when the run ended."""
+
+    @property
+    def failed(self) -> bool:
+        """A drain that met a failure, or a continuous run that ended with a stream down: the
+        failures a continuous run recovered from (a store outage, a full disk freed) are not."""
+        return bool(self.down)
 
 
 class Supervisor:
@@ -98,8 +121,14 @@ class Supervisor:
         self._create_tables()
         self.registry = SchemaRegistry.load(self.lake.schema_registry)
         self.groups = EventGroupsReader(self.lake.event_groups)
-        self.restarts = QueryRestarts(self.report.failures, log)
+        self.causes = FailureCauses(
+            self.lake,
+            () if settings.landing is None else (Location.of(settings.landing),),
+            self.lake.stream_source_table,
+        )
+        self.restarts = QueryRestarts(self.report.failures, log, self.causes.explain)
         self._stop_requested = threading.Event()
+        self._groups_unreadable = False
 
     def _create_tables(self) -> None:
         """Every table the pipeline writes, through the run's connector, before any query reads one."""
@@ -131,13 +160,17 @@ class Supervisor:
         kafka = self.settings.kafka
         if kafka is not None and not kafka.allow_data_loss:
             check_retention(self.lake.checkpoint(BRONZE_STREAM), kafka, BRONZE_STREAM)
-        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, self._bronze_done, kafka)
+        cdc = self.settings.cdc
+        writer = BronzeBatchWriter(
+            self.lake, self.connector, self.registry, self.events, self._bronze_done, kafka, cdc=cdc is not None
+        )
         settings = BronzeSettings(
             landing=self.settings.landing or Location.local("."),
             kafka=kafka,
             trigger_seconds=self.settings.trigger_seconds,
             max_files_per_trigger=self.settings.bronze_max_files,
             available_now=available_now,
+            cdc=cdc,
         )
         return start_bronze(self.spark, self.lake, settings, writer)
 
@@ -158,9 +191,12 @@ class Supervisor:
             available_now=available_now,
         )
         self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
-        writer = SilverGroupWriter(
-            self.lake, self.connector, group, silver, self.events, on_policy_stop=self.restarts.policy_stopped
-        )
+        stopped = self.restarts.policy_stopped
+        writer: SilverGroupWriter | CdcGroupWriter
+        if self.settings.cdc is not None:
+            writer = CdcGroupWriter(self.lake, self.connector, group, silver, self.settings.cdc, self.events, stopped)
+        else:
+            writer = SilverGroupWriter(self.lake, self.connector, group, silver, self.events, on_policy_stop=stopped)
         return start_silver_group(self.spark, self.lake, self.connector, writer)
 
     def _clear_abandoned_writes(self, stream: str) -> None:
@@ -173,6 +209,8 @@ class Supervisor:
         """Drain everything available now; returns when a round changes nothing."""
         self.events.stream_reads_table(MANAGEMENT_STREAM, self.lake.schema_registry)
         for _ in range(max_rounds):
+            if self._stop_requested.is_set():
+                break
             before = (self.report.bronze_batches, self.groups.read().version)
             if self.settings.runs_bronze:
                 self._drain(BRONZE_STREAM, lambda: self._start_bronze(available_now=True))
@@ -185,19 +223,26 @@ class Supervisor:
         return self.report
 
     def _drain(self, name: str, start: Callable[[], StreamingQuery]) -> None:
-        """Start an AvailableNow query and wait for it; a failure is reported, the others go on."""
+        """Start an AvailableNow query and wait for it; a failure is reported, the others go on.
+        A stop request ends it between two batches (pipeline/stop_signals.py)."""
+        if self._stop_requested.is_set():
+            return
         query = None
         try:
             query = start()
-            query.awaitTermination()
+            while not query.awaitTermination(STOP_POLL_SECONDS * 10):
+                if self._stop_requested.is_set():
+                    stop_between_batches([query], STOP_BATCH_TIMEOUT_SECONDS)
         except Exception as error:  # noqa: BLE001 - a failed stream is reported, others go on
-            self._failed(name, first_line(error))
+            self._failed(name, self.causes.explain(name) or first_line(error))
         finally:
             if query is not None:
                 query.stop()
 
     def _failed(self, name: str, message: str) -> None:
         self.report.failures.setdefault(name, []).append(message)
+        if name not in self.report.down:
+            self.report.down.append(name)
         self.log(f"{name} failed: {message}")
 
     def run_for(self, seconds: float | None) -> RunReport:
@@ -211,7 +256,7 @@ class Supervisor:
         deadline = None if seconds is None else started + seconds
         try:
             while not self._stop_requested.is_set() and (deadline is None or time.monotonic() < deadline):
-                for group in self.groups.read().groups if self.settings.runs_silver else ():
+                for group in self._known_groups() if self.settings.runs_silver else ():
                     name = silver_stream(group)
                     if name not in self.supervised:
                         self.log(f"starting {name}")
@@ -220,9 +265,25 @@ class Supervisor:
                         )
                 self.restarts.tick(time.monotonic())
                 self._stop_requested.wait(1.0)
+            self.report.down = self.restarts.down()
         finally:
             self.stop()
         return self.report
+
+    def _known_groups(self) -> list[str]:
+        """The event groups to run; while their table cannot be read (its store is away), none
+        new (the running ones keep running), with one line when that starts and one when it ends."""
+        try:
+            groups = self.groups.read().groups
+        except StreamopsError as error:
+            if not self._groups_unreadable:
+                self.log(f"event groups unreadable, running the known ones until they are: {error}")
+            self._groups_unreadable = True
+            return []
+        if self._groups_unreadable:
+            self.log("event groups readable again")
+            self._groups_unreadable = False
+        return list(groups)
 
     def stop(self) -> None:
         self.restarts.stop()

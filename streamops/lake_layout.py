@@ -19,6 +19,8 @@ BRONZE_STREAM = "bronze"
 MANAGEMENT_STREAM = "management"
 SILVER_STREAM_PREFIX = "silver_"
 DELTA_LOG_DIR = "_delta_log"
+HISTORY_SUFFIX = "__history"
+"""`silver/<table>__history`: the SCD type 2 history beside a CDC table's current state."""
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 TABLE_CONFIGURATION = {CHECKPOINT_INTERVAL_PROPERTY: "10"}
 """Properties of every table streamops creates. A checkpoint every 10 commits (Delta Spark's
@@ -99,6 +101,10 @@ class LakeLayout:
     def silver(self, event_type: str) -> Location:
         return self.silver_root / _checked(event_type, EVENT_TYPE_PATTERN, "event type")
 
+    def silver_history(self, table: str) -> Location:
+        """The SCD type 2 history of a CDC table (`streamops run --cdc ... --cdc-history`)."""
+        return self.silver_root / (_checked(table, EVENT_TYPE_PATTERN, "table name") + HISTORY_SUFFIX)
+
     @property
     def system_root(self) -> Location:
         return self.root / "_system"
@@ -117,12 +123,30 @@ class LakeLayout:
         return self.system_root / "kafka_data_loss"
 
     @property
+    def cdc_deleted_keys_root(self) -> Location:
+        return self.system_root / "cdc_deleted_keys"
+
+    def cdc_deleted_keys(self, table: str) -> Location:
+        """The keys a CDC table's deletes removed, with their sequence (one table per source
+        table, so the apply of each table commits alone)."""
+        return self.cdc_deleted_keys_root / _checked(table, EVENT_TYPE_PATTERN, "table name")
+
+    @property
+    def cdc_applies(self) -> Location:
+        """One row per CDC table and batch: rows inserted, updated, deleted, and the lag."""
+        return self.system_root / "cdc_applies"
+
+    @property
     def event_groups(self) -> Location:
         return self.system_root / "event_groups"
 
     @property
     def query_progress(self) -> Location:
         return self.system_root / "query_progress"
+
+    def run_lock(self, stage: str) -> Location:
+        """Held by the one `streamops run` that runs `stage` (bronze or silver) on this lake."""
+        return self.system_root / "run_locks" / (_checked(stage, STREAM_NAME_PATTERN, "stage") + ".json")
 
     @property
     def checkpoints_root(self) -> Location:
@@ -140,9 +164,10 @@ class LakeLayout:
         return [p for p in self.checkpoints_root.subdirs() if not p.name.startswith(".")]
 
     def table_dirs(self) -> list[Location]:
-        """Every Delta table present in the lake (bronze, silver/*, _system/*)."""
+        """Every Delta table present in the lake (bronze, silver/*, _system/*, and the CDC
+        tables' deleted keys, _system/cdc_deleted_keys/*)."""
         candidates = [self.bronze_events, self.bronze_quarantine]
-        for parent in (self.silver_root, self.system_root):
+        for parent in (self.silver_root, self.system_root, self.cdc_deleted_keys_root):
             candidates.extend(parent.subdirs())
         return [p for p in candidates if DELTA_LOG_DIR in p.list_dir().dirs]
 

@@ -5,7 +5,7 @@
         db.rows("SELECT id, name FROM t ORDER BY id")   # [("1", "a"), ...] as psql prints them
         ... Debezium connects to 127.0.0.1:db.port as db.user ...
 
-`.ci/run` installs the `postgresql` package when `initdb` is missing. The server is one
+`.ci/run` installs the `postgresql` package when no server is in /usr/lib/postgresql. The server is one
 `postgres` process (no pg_ctl daemon) in its own process group, on a free TCP port, with
 `wal_level=logical` so Debezium's connector can stream changes through `pgoutput`, trust
 authentication and no Unix socket. PostgreSQL refuses to run as root: under root (CI's

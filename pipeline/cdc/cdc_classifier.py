@@ -34,6 +34,18 @@ from streamops.pipeline.bronze.bronze_classifier import (
 )
 from streamops.pipeline.bronze.record_rules import TOMBSTONE_DETAIL
 from streamops.pipeline.bronze.strict_json import DUPLICATE_KEYS
+from streamops.pipeline.cdc.change_apply import (
+    ACTION,
+    KEY,
+    MATCH_FROM,
+    OP,
+    ORDER,
+    SEQUENCE,
+    VALID_FROM,
+    VALID_FROM_TIME,
+    VALID_TO,
+    VALID_TO_TIME,
+)
 from streamops.pipeline.cdc.debezium_envelope import Change, read_change, unwrap
 from streamops.pipeline.registry.schema_variation import VariationCache
 from streamops.pipeline.worker_gc import freeze_imported_objects
@@ -41,6 +53,12 @@ from streamops.pipeline.worker_gc import freeze_imported_objects
 ROW_IMAGE_COLUMN = "row_image"
 CDC_CLASSIFIED_SCHEMA = f"{CLASSIFIED_SCHEMA}, {ROW_IMAGE_COLUMN} string"
 _ARROW_SCHEMA = pa.schema([*CLASSIFIED_FIELDS, (ROW_IMAGE_COLUMN, pa.string())])
+CDC_RESERVED_COLUMNS = frozenset(
+    name.lower()
+    for name in (OP, SEQUENCE, KEY, ORDER, ACTION, MATCH_FROM, VALID_FROM, VALID_TO, VALID_FROM_TIME, VALID_TO_TIME)
+)
+"""Columns a CDC table or its history adds to the source's: a source column of one of these
+names could not be stored (`unusable_key`, like the lineage columns every silver table has)."""
 _cache = VariationCache()
 
 
@@ -94,6 +112,9 @@ def _judge(
     found = cache.variation(image)
     if found.reason is not None:
         return LineVerdict(payload, found.reason, f"row image: {found.detail}", event_type=change.table)
+    reserved = next((k for k in image if k.lower() in CDC_RESERVED_COLUMNS), None)
+    if reserved is not None:
+        return LineVerdict(payload, "unusable_key", f"row image: key {reserved!r} is the reserved column `{reserved}`")
     if has_lone_surrogate(payload, value):
         return LineVerdict(payload, "invalid_utf8", LONE_SURROGATE_DETAIL, event_type=change.table)
     return LineVerdict(

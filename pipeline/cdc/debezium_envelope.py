@@ -80,7 +80,7 @@ class Rejected:
 def unwrap(document: Any) -> Any:
     """The payload of Kafka Connect's JSON wrapper (`{"schema": ..., "payload": ...}`), or the
     document itself when it is not wrapped."""
-    if isinstance(document, dict) and "payload" in document and set(document) <= {"schema", "payload"}:
+    if isinstance(document, dict) and set(document) == {"schema", "payload"}:
         return document["payload"]
     return document
 
@@ -112,7 +112,7 @@ def read_change(
     image = _image(envelope, op, key_fields)
     if image is None:
         wanted = "`before`" if op == "d" else "`after`"
-        return Rejected("cdc_not_a_change", f"op `{op}` without an {wanted} row image", table)
+        return Rejected("cdc_not_a_change", f"op `{op}` without its {wanted} row image", table)
     columns = declared_key(declared_keys or {}, table) or tuple(key_fields or ())
     if not columns:
         return Rejected(

@@ -17,8 +17,10 @@ from typing import Any
 import pyarrow as pa
 
 from streamops.pipeline.delta_connector.typed_rows import arrow_schema
+from streamops.pipeline.registry.event_groups import EventGroupsReader, resolve_groups
 from streamops.pipeline.registry.schema_compat import FieldChange, evolve, unfit
-from streamops.pipeline.registry.schema_registry import PROMOTED, SchemaRegistry
+from streamops.pipeline.registry.schema_registry import PROMOTED, RegistryReader, SchemaRegistry
+from streamops.storage.location import Location
 
 
 @dataclass(frozen=True)
@@ -58,3 +60,25 @@ def silver_schemas(registry: SchemaRegistry, event_types: list[str]) -> dict[str
             variation_schemas=own,
         )
     return schemas
+
+
+class GroupSchemas:
+    """The applied schema of every event type (or CDC table) one group serves, as of now: the
+    registry and the event groups are re-read only when their tables changed."""
+
+    def __init__(self, registry: Location, event_groups: Location, group: str, types_per_group: int) -> None:
+        self.group = group
+        self.types_per_group = types_per_group
+        self.registry = RegistryReader(registry)
+        self.groups = EventGroupsReader(event_groups)
+        self._cached: tuple[tuple[int, int], dict[str, SilverSchema]] = ((-1, -1), {})
+
+    def read(self) -> dict[str, SilverSchema]:
+        registry_version, registry = self.registry.read()
+        recorded = self.groups.read()
+        key = (registry_version, recorded.version)
+        if key != self._cached[0]:
+            groups = resolve_groups(recorded.by_type, registry.type_order(), self.types_per_group)
+            members = sorted(t for t, g in groups.items() if g == self.group)
+            self._cached = (key, silver_schemas(registry, members))
+        return self._cached[1]

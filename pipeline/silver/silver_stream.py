@@ -16,7 +16,7 @@ variation's rows are quarantined and alerted ("quarantine"), or the group stops 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal, Protocol
 
 from streamops.lake_layout import LakeLayout, silver_stream
 from streamops.pipeline.batch_context import batch_commit_info
@@ -33,13 +33,12 @@ from streamops.pipeline.delta_connector.write_plan import (
 )
 from streamops.pipeline.exceptions import IncompatibleSchemaError
 from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
-from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP, EventGroupsReader, resolve_groups
+from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
-from streamops.pipeline.registry.schema_registry import RegistryReader
 from streamops.pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
 from streamops.pipeline.silver.group_rows import group_row_filter
 from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
-from streamops.pipeline.silver.silver_schemas import SilverSchema, silver_schemas
+from streamops.pipeline.silver.silver_schemas import GroupSchemas, SilverSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -83,6 +82,17 @@ class SilverSettings:
     available_now: bool = False
 
 
+class GroupWriter(Protocol):
+    """The foreachBatch function of a group's stream: event tables (SilverGroupWriter) or CDC
+    tables (pipeline/cdc/cdc_stream.py's CdcGroupWriter)."""
+
+    group: str
+    stream: str
+    settings: SilverSettings
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None: ...
+
+
 class SilverGroupWriter:
     """The foreachBatch function of one group's stream: one Spark job, metadata back."""
 
@@ -104,21 +114,12 @@ class SilverGroupWriter:
         self.settings = settings
         self.events = events
         self.on_policy_stop = on_policy_stop
-        self.registry = RegistryReader(lake.schema_registry)
-        self.groups = EventGroupsReader(lake.event_groups)
-        self._cached: tuple[tuple[int, int], dict[str, SilverSchema]] = ((-1, -1), {})
+        self._schemas = GroupSchemas(lake.schema_registry, lake.event_groups, group, settings.types_per_group)
         self._routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
 
     def schemas(self) -> dict[str, SilverSchema]:
         """Applied schema of every event type this group serves, as of now."""
-        registry_version, registry = self.registry.read()
-        recorded = self.groups.read()
-        key = (registry_version, recorded.version)
-        if key != self._cached[0]:
-            groups = resolve_groups(recorded.by_type, registry.type_order(), self.settings.types_per_group)
-            members = sorted(t for t, g in groups.items() if g == self.group)
-            self._cached = (key, silver_schemas(registry, members))
-        return self._cached[1]
+        return self._schemas.read()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         schemas = self.schemas()
@@ -230,7 +231,7 @@ def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompati
     from pyspark.sql import functions as F
 
     event_type, schema_hash, payload = F.col("event_type"), F.col("schema_hash"), F.col("payload")
-    unfit = _unfit_variation(schemas, event_type, schema_hash)
+    unfit = unfit_variation(schemas, event_type, schema_hash)
     action = ACTION_OF[on_incompatible]
     tally = F.when(unfit.isNotNull(), F.concat_ws(TALLY_SEPARATOR, F.lit(action), event_type, schema_hash))
     if on_incompatible == "rescue":
@@ -259,7 +260,7 @@ def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompati
     )
 
 
-def _unfit_variation(schemas: dict[str, SilverSchema], event_type: Column, schema_hash: Column) -> Column:
+def unfit_variation(schemas: dict[str, SilverSchema], event_type: Column, schema_hash: Column) -> Column:
     """Per row: what its variation's table cannot hold (`player.level: long -> string`), or null."""
     from pyspark.sql import functions as F
 
@@ -276,18 +277,23 @@ def _unfit_variation(schemas: dict[str, SilverSchema], event_type: Column, schem
     ]
 
 
+BRONZE_READ_OPTIONS = {"ignoreDeletes": "true"}
+"""Bronze is append-only: a commit that only removes files from it (`streamops lake fsck --yes`
+dropping damaged files, a retention delete) is not carried to silver, which keeps its rows."""
+
+
 def start_silver_group(
     spark: SparkSession,
     lake: LakeLayout,
     connector: DeltaConnector,
-    writer: SilverGroupWriter,
+    writer: GroupWriter,
 ) -> StreamingQuery:
     settings = writer.settings
     stream = (
         connector.read_stream(
             spark,
             lake.bronze_events,
-            {"maxFilesPerTrigger": str(settings.max_files_per_trigger)},
+            {"maxFilesPerTrigger": str(settings.max_files_per_trigger), **BRONZE_READ_OPTIONS},
             row_filter=group_row_filter(lake, writer.group),
         )
         .writeStream.queryName(writer.stream)

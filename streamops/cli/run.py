@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING
 
 from streamops.cli.options import Subcommands, add_command, add_json_option, print_json
+from streamops.pipeline.cdc.cdc_settings import CDC_FORMATS
 from streamops.pipeline.delta_connector.connector import CONNECTORS
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.silver.silver_stream import ON_INCOMPATIBLE
 from streamops.pipeline.supervisor import STAGES
 from streamops.plain_text import format_table
 
+if TYPE_CHECKING:
+    from streamops.pipeline.silver.silver_stream import SilverSettings
+    from streamops.pipeline.stop_signals import StopSignals
+    from streamops.pipeline.supervisor import RunReport
+
 RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
   streamops run --lake lake --landing landing --duration 300 --trigger 2 --metrics-port 9108
   streamops run --lake lake --landing landing --until-idle --delta native --stages bronze
   streamops run --lake lake --kafka-bootstrap 127.0.0.1:9092 --topics events --max-offsets-per-trigger 100000
+  streamops run --lake lake --kafka-bootstrap 127.0.0.1:9092 --topics shop.public.customers,shop.public.orders --cdc debezium --cdc-history
+  streamops run --lake lake --landing changes --cdc debezium --cdc-keys public.order_lines=order_id,line --until-idle
 """
 
 
@@ -33,6 +43,7 @@ def register(subcommands: Subcommands) -> None:
     run.add_argument("--lake", required=True, help="root of the lake: a directory or a URI (s3://, s3a://)")
     run.add_argument("--landing", help="where producers drop NDJSON files: a directory or a URI (s3://, s3a://)")
     _add_kafka_options(run)
+    _add_cdc_options(run)
     mode = run.add_mutually_exclusive_group()
     mode.add_argument("--until-idle", action="store_true", help="process all available input, then exit")
     mode.add_argument("--duration", type=float, metavar="SECONDS", help="run continuously for SECONDS")
@@ -101,6 +112,36 @@ def _add_kafka_options(run: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _add_cdc_options(run: argparse.ArgumentParser) -> None:
+    cdc = run.add_argument_group("change data capture (docs/cdc.md)")
+    cdc.add_argument(
+        "--cdc", choices=CDC_FORMATS,
+        help="the input is change events of database tables (debezium: Debezium's JSON, with or without the "
+        "schema/payload wrapper): each source table becomes silver/<schema.table>, its current state, by MERGE",
+    )  # fmt: skip
+    cdc.add_argument(
+        "--cdc-keys", action="append", default=[], metavar="TABLE=COL[,COL]",
+        help="the key columns of a source table (repeat per table; TABLE is schema.table or the bare table name); "
+        "default: the fields of the Kafka record key Debezium writes",
+    )  # fmt: skip
+    cdc.add_argument(
+        "--cdc-history", action="store_true",
+        help="also keep each table's SCD type 2 history in silver/<table>__history (__valid_from/__valid_to)",
+    )  # fmt: skip
+
+
+def _cdc_settings(args: argparse.Namespace):
+    """The CDC settings the flags describe, or None without --cdc."""
+    from streamops.pipeline.cdc.cdc_settings import CdcSettings, parse_cdc_keys
+    from streamops.pipeline.exceptions import PipelineConfigError
+
+    if args.cdc is None:
+        if args.cdc_keys or args.cdc_history:
+            raise PipelineConfigError("--cdc-keys and --cdc-history need --cdc debezium")
+        return None
+    return CdcSettings(format=args.cdc, keys=parse_cdc_keys(args.cdc_keys), history=args.cdc_history)
+
+
 def _kafka_input(args: argparse.Namespace):
     """The Kafka input the flags describe, or None when bronze reads --landing."""
     from streamops.pipeline.bronze.line_sources import KafkaInput
@@ -132,14 +173,39 @@ def _kafka_input(args: argparse.Namespace):
 def _run(args: argparse.Namespace) -> int:
     from streamops.lake_layout import LakeLayout
     from streamops.pipeline.lake_summary import summarize_lake
-    from streamops.pipeline.pipeline_run import RunOptions, run_pipeline
     from streamops.pipeline.silver.silver_stream import SilverSettings
+    from streamops.pipeline.stop_signals import StopSignals
 
     silver = SilverSettings(
         types_per_group=1 if args.one_query_per_event_type else args.types_per_group,
         on_incompatible=args.on_incompatible,
     )
-    report = run_pipeline(
+    with StopSignals() as signals:
+        report = _run_until_stopped(args, silver, signals)
+    summary = summarize_lake(LakeLayout.at(args.lake))
+    if args.json:
+        print_json(
+            {
+                "lake": summary.as_dict(),
+                "failures": report.failures,
+                "down": report.down,
+                "stopped_by": signals.signal_name,
+            }
+        )
+    else:
+        print(_summary_table(summary))
+        for stream, errors in sorted(report.failures.items()):
+            state = "down at the end" if stream in report.down else "recovered"
+            print(f"{stream} failed {len(errors)}x ({state}), last: {errors[-1]}")
+    if signals.signal_name is not None:
+        print(f"streamops run: stopped by {signals.signal_name} between batches", file=sys.stderr)
+    return 1 if report.failed else 0
+
+
+def _run_until_stopped(args: argparse.Namespace, silver: SilverSettings, signals: StopSignals) -> RunReport:
+    from streamops.pipeline.pipeline_run import RunOptions, run_pipeline
+
+    return run_pipeline(
         RunOptions(
             lake=args.lake,
             landing=args.landing,
@@ -155,16 +221,10 @@ def _run(args: argparse.Namespace) -> int:
             stages=args.stages,
             kafka=_kafka_input(args),
             kafka_consumer_group=args.kafka_consumer_group,
-        )
+            cdc=_cdc_settings(args),
+        ),
+        on_start=signals.on_start,
     )
-    summary = summarize_lake(LakeLayout.at(args.lake))
-    if args.json:
-        print_json({"lake": summary.as_dict(), "failures": report.failures})
-    else:
-        print(_summary_table(summary))
-        for stream, errors in sorted(report.failures.items()):
-            print(f"{stream} failed {len(errors)}x, last: {errors[-1]}")
-    return 1 if report.failures else 0
 
 
 def _summary_table(summary) -> str:

@@ -14,7 +14,9 @@ whose state only grows and raises the `state_unbounded` warning; a reader of a D
 reads one commit a batch, so it always has unread versions and their retention headroom: the
 pipeline's own readers catch up too fast to be sure of one at a scrape), and the monitor replays a recorded Kafka run
 (no broker runs here) through its own event queue, so the source-lag, state, watermark and
-warning panels have data from the same exporter.
+warning panels have data from the same exporter. What only a Kafka or CDC pipeline reports (a
+range of offsets retention deleted, a CDC table's MERGE and its lag) is recorded through the
+monitor's API as the pipeline's events record it (tests/pipeline prove the pipeline does).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from streamops.dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_
 from streamops.dashboards.exposition import sample_name
 from streamops.dashboards.expression_inventory import UsedQuery, interpolate, used_queries
 from streamops.lake_layout import LakeLayout
+from streamops.monitor.fleet import CdcApply
 from streamops.monitor.metric_catalog import (
     EVENT_TIME_MAX_LAG,
     ROCKSDB_CHECKPOINT_BYTES,
@@ -151,6 +154,25 @@ def replay_recorded_kafka_run(monitor: StreamMonitor) -> None:
             monitor._offer(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
 
 
+def record_kafka_and_cdc_batches(monitor: StreamMonitor) -> None:
+    """A bronze batch that met a retention gap and a CDC group's MERGE, as `MonitorEvents` records
+    them (the recorded Kafka run has neither)."""
+    monitor.record_kafka_data_loss("bronze", "shop.public.orders", 0, 25)
+    now = time.time()
+    monitor.record_cdc_apply(
+        CdcApply(
+            stream="silver_g0001",
+            table="public.orders",
+            inserted=3,
+            updated=2,
+            deleted=1,
+            ignored=0,
+            lag_seconds=4.5,
+            committed_at=now,
+        )
+    )
+
+
 def fleet_values() -> dict[str, str]:
     return {"stream": ALL, "group": ALL, "event_type": ALL, **DASHBOARD_WINDOWS}
 
@@ -201,6 +223,7 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     user_queries: list = []
     try:
         replay_recorded_kafka_run(monitor)
+        record_kafka_and_cdc_batches(monitor)
         target = urllib.parse.urlsplit(monitor.exporter_url).netloc
         with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
             settings = PipelineSettings(

@@ -12,7 +12,7 @@ from streamops.delta.change_commits import ChangeCommit
 from streamops.delta.retention import RetentionHeadroom
 from streamops.monitor import metric_catalog as catalog
 from streamops.monitor.exporter import FleetCollector
-from streamops.monitor.fleet import Fleet, TableCommit
+from streamops.monitor.fleet import CdcApply, Fleet, TableCommit
 from streamops.monitor.progress_event import QueryProgress
 from streamops.monitor.source_backlog import BacklogReading
 from streamops.monitor.source_lag import source_lag
@@ -154,6 +154,7 @@ def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     fleet.record_quarantine("bronze", "malformed_json", 1)
     fleet.record_schema_alert("login")
     fleet.record_kafka_data_loss("bronze", "events", 1, 120)
+    fleet.record_cdc_apply(CdcApply("silver_g0001", "public.orders", 2, 1, 1, 0, 3.5, NOW))
     text = generate_latest(scrape_registry(fleet))
     lines = text.decode().splitlines()
     for spec in catalog.CATALOG:

@@ -1,0 +1,66 @@
+"""Debezium change events recorded from a real PostgreSQL (fixtures/debezium/), landed as files,
+and the tables they must become: for the CDC tests that run the pipeline on landing files.
+
+The recordings are what Debezium 3.6.1's PostgreSQL connector wrote to Kafka for one session of
+changes (tests/debezium_connect.py with tests/postgres_server.py), with Kafka Connect's
+`schema`/`payload` wrapper (`postgres-wrapped.jsonl`) and without it (`postgres-plain.jsonl`):
+one JSON object per record with its topic, partition, offset, key and value (null: a tombstone).
+The session: a snapshot of three tables, inserts, updates (one in a transaction that also inserts
+and deletes a row), an update of a primary key, deletes, a column added, a TRUNCATE and a column
+whose type changed from integer to text; `notes` has no primary key (REPLICA IDENTITY FULL).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamops.delta.read import is_table, read_delta
+from streamops.lake_layout import LakeLayout
+
+FIXTURES = Path(__file__).parent / "fixtures" / "debezium"
+RECORDINGS = ("postgres-wrapped.jsonl", "postgres-plain.jsonl")
+KEYS = {"public.customers": ("id",), "public.order_lines": ("order_id", "line"), "public.notes": ("author",)}
+"""The keys a landing file cannot carry (it holds values only): declared as --cdc-keys would."""
+DATABASE = {
+    "public.customers": {
+        (1, "Ada Lovelace", "ada@example.com", True, 10.5, "silver"),
+        (5, "Eve", None, False, 2.5, "gold"),
+        (30, "Cy", "cy@example.com", None, 3.25, None),
+    },
+    "public.order_lines": {(102, 1, 1, "3.00"), (103, 1, None, "4.00")},
+    "public.notes": {("hi", "ada")},
+}
+"""The tables as `psql` showed them when the recording ended (order_lines.qty 'seven' is text
+in the database, and in silver `_rescued_data`: the column stayed a number)."""
+COLUMNS = {
+    "public.customers": ("id", "name", "email", "vip", "balance", "tier"),
+    "public.order_lines": ("order_id", "line", "qty", "price"),
+    "public.notes": ("body", "author"),
+}
+
+
+def recorded(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line]
+
+
+def values(records: list[dict]) -> list[str]:
+    """The records' values in order, tombstones left out (a landing line cannot be null)."""
+    return [r["value"] for r in records if r["value"] is not None]
+
+
+def land(landing: Path, name: str, lines: list[str]) -> None:
+    """Written aside under a hidden name, then renamed into place: Spark never sees half a file."""
+    landing.mkdir(parents=True, exist_ok=True)
+    temporary = landing / f".{name}.tmp"
+    temporary.write_text("".join(line + "\n" for line in lines))
+    temporary.rename(landing / name)
+
+
+def current_rows(lake: LakeLayout, table: str, columns: tuple[str, ...] | None = None) -> set[tuple]:
+    """The silver table's rows as tuples of `columns` (default: the source table's)."""
+    location = lake.silver(table)
+    if not is_table(location):
+        return set()
+    wanted = list(columns or COLUMNS[table])
+    return {tuple(row[c] for c in wanted) for row in read_delta(location, columns=wanted).to_pylist()}

@@ -1,0 +1,132 @@
+"""CDC from landing files of recorded Debezium events, through bronze and the silver MERGE, on
+each Delta connector: the silver tables equal the database, whatever the wrapper, the order the
+changes arrive in or how often they arrive."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from cdc_landing import COLUMNS, DATABASE, KEYS, RECORDINGS, current_rows, land, recorded, values
+
+from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.delta.read import read_delta
+from streamops.lake_layout import LakeLayout
+from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.cdc.cdc_stream import CdcGroupWriter
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.event_groups import EventGroupsReader
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, Supervisor
+from streamops.storage.location import Location
+
+
+def drain(spark, lake: LakeLayout, landing: Path, connector, history: bool = False, keys=KEYS, files: int = 2):
+    """Everything landed, through bronze and silver, `files` landing (then bronze) files a batch."""
+    settings = PipelineSettings(
+        lake=lake,
+        landing=Location.local(landing),
+        trigger_seconds=1.0,
+        bronze_max_files=files,
+        silver=SilverSettings(max_files_per_trigger=files, types_per_group=2),
+        cdc=CdcSettings(keys=keys, history=history),
+    )
+    report = Supervisor(spark, settings, connector, Unmonitored(), log=lambda line: None).run_until_idle()
+    assert report.failures == {}
+    return report
+
+
+@pytest.mark.parametrize("recording", RECORDINGS)
+def test_recorded_changes_become_the_database_tables(spark, connector, tmp_path, recording):
+    lines = values(recorded(recording))
+    land(tmp_path / "landing", "changes-1.ndjson", lines[:12])
+    land(tmp_path / "landing", "changes-2.ndjson", lines[12:])
+    lake = LakeLayout.at(tmp_path / "lake")
+    drain(spark, lake, tmp_path / "landing", connector)
+    for table, rows in DATABASE.items():
+        assert current_rows(lake, table) == rows, table
+    rescued = read_delta(lake.silver("public.order_lines"), columns=["order_id", "_rescued_data"]).to_pylist()
+    assert [r["order_id"] for r in rescued if r["_rescued_data"] and '"seven"' in r["_rescued_data"]] == [103]
+
+
+def history_rows(lake: LakeLayout, table: str) -> list[dict]:
+    return read_delta(lake.silver_history(table)).to_pylist()
+
+
+def test_out_of_order_and_repeated_changes_over_many_batches(spark, connector, tmp_path):
+    """Shuffled across five files (five batches), some sent twice: late updates of deleted rows,
+    changes older than a truncate and repeats all change nothing. Without the type change of
+    order_lines.qty, whose first arrival would decide the column's type."""
+    lines = [line for line in values(recorded("postgres-plain.jsonl")) if '"seven"' not in line]
+    random.Random(31).shuffle(lines)
+    repeated = random.Random(32).sample(lines, 8)
+    for number, part in enumerate([lines[i::4] for i in range(4)] + [repeated]):
+        land(tmp_path / "landing", f"changes-{number}.ndjson", part)
+    lake = LakeLayout.at(tmp_path / "lake")
+    drain(spark, lake, tmp_path / "landing", connector, history=True, files=1)
+    expected = {**DATABASE, "public.order_lines": {(102, 1, 1, "3.00")}}
+    for table, rows in expected.items():
+        assert current_rows(lake, table) == rows, table
+        columns = COLUMNS[table]
+        open_versions = {tuple(r[c] for c in columns) for r in history_rows(lake, table) if r["__valid_to"] is None}
+        assert open_versions == rows, f"{table}: the history's open versions are the current state"
+    applies = read_delta(lake.cdc_applies).to_pylist()
+    assert len({r["batch_id"] for r in applies}) >= 4 and sum(r["ignored"] for r in applies) > 0
+
+
+def test_a_replayed_batch_and_repeated_changes_change_nothing(spark, connector, tmp_path):
+    lines = values(recorded("postgres-wrapped.jsonl"))
+    land(tmp_path / "landing", "changes-1.ndjson", lines)
+    lake = LakeLayout.at(tmp_path / "lake")
+    drain(spark, lake, tmp_path / "landing", connector, history=True)
+    before = {t: read_delta(lake.silver(t)).to_pylist() for t in DATABASE}
+    history_before = {t: history_rows(lake, t) for t in DATABASE}
+
+    land(tmp_path / "landing", "changes-2.ndjson", lines)  # Debezium sends everything again
+    drain(spark, lake, tmp_path / "landing", connector, history=True)
+    replay = [r for r in read_delta(lake.cdc_applies).to_pylist() if r["batch_id"] == 1]
+    assert replay and all(r["inserted"] == r["updated"] == r["deleted"] == 0 for r in replay)
+    assert all(r["ignored"] == r["changes"] for r in replay)
+
+    bronze = spark.read.format("delta").load(str(lake.bronze_events))
+    for writer in group_writers(lake, connector):
+        commit = BatchCommitInfo(stream=writer.stream, batch_id=0)
+        writer.apply(bronze, writer.schemas(), commit)  # batch 0 again, as after a crash: its txn is found
+        writer.apply(bronze, writer.schemas(), BatchCommitInfo(stream=writer.stream, batch_id=7))  # and as new
+    for table in DATABASE:
+        key = sorted(COLUMNS[table])
+
+        def ordered(rows):
+            return sorted(rows, key=lambda r: [repr(r[k]) for k in key])
+
+        assert ordered(read_delta(lake.silver(table)).to_pylist()) == ordered(before[table]), table
+        assert ordered(history_rows(lake, table)) == ordered(history_before[table]), table
+
+
+def group_writers(lake: LakeLayout, connector) -> list[CdcGroupWriter]:
+    settings, cdc = SilverSettings(types_per_group=2), CdcSettings(keys=KEYS, history=True)
+    groups = EventGroupsReader(lake.event_groups).read().groups
+    return [CdcGroupWriter(lake, connector, group, settings, cdc, Unmonitored()) for group in groups]
+
+
+def test_history_holds_every_version_with_its_validity(spark, connector, tmp_path):
+    land(tmp_path / "landing", "changes-1.ndjson", values(recorded("postgres-plain.jsonl")))
+    lake = LakeLayout.at(tmp_path / "lake")
+    drain(spark, lake, tmp_path / "landing", connector, history=True)
+    ada = sorted((r for r in history_rows(lake, "public.customers") if r["id"] == 1), key=lambda r: r["__valid_from"])
+    assert [(r["name"], r["tier"]) for r in ada] == [
+        ("Ada", None),
+        ("Ada L.", None),
+        ("Ada Lovelace", None),
+        ("Ada Lovelace", "silver"),
+    ]
+    assert [r["__valid_to"] for r in ada[:-1]] == [r["__valid_from"] for r in ada[1:]] and ada[-1]["__valid_to"] is None
+    assert all(r["__valid_from_time"] <= (r["__valid_to_time"] or r["__valid_from_time"]) for r in ada)
+    dee = [r for r in history_rows(lake, "public.customers") if r["id"] == 4]
+    assert len(dee) == 1 and dee[0]["__valid_to"] is not None, "inserted and deleted in one transaction"
+    lines = history_rows(lake, "public.order_lines")
+    truncate = read_delta(lake.cdc_deleted_keys("public.order_lines")).to_pylist()
+    (mark,) = [m["sequence"] for m in truncate if m["key"] == ""]
+    before = [r for r in lines if r["__valid_from"] < mark]
+    assert before and all(r["__valid_to"] is not None and r["__valid_to"] <= mark for r in before)
