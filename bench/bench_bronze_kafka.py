@@ -5,15 +5,14 @@ Throughput (the default): the generator produces `--events` lines (300 event typ
 records) to a topic of `--partitions` partitions, then each variant reads the whole topic from
 its earliest offset, `--max-offsets-per-trigger` records per batch, with `availableNow`:
 
-- `plain_parquet`: `spark.readStream.format("kafka")` -> `json_tuple` for the fields bronze keeps
-  (event type, id, time) plus the line and the record's coordinates -> Spark's Parquet file sink
-  (no Delta: a baseline that needs no connector beyond Spark's Kafka one);
+- `plain_delta_spark`: `spark.readStream.format("kafka")` -> `json_tuple` for the fields bronze
+  keeps (event type, id, time) plus the line and the record's coordinates ->
+  `writeStream.format("delta")` (delta-spark), the job a user would write by hand;
 - `streamops_embedded`, `streamops_native`: `streamops run --stages bronze --until-idle` with
   `--delta embedded|native` (it also classifies every line strictly, hashes its schema
   variation, registers new variations, quarantines what it cannot use, and commits to Delta).
 
-Each runs in its own process, timed from process start to its last commit (the Parquet sink's
-`_spark_metadata` entry, or the table's Delta log), so both sides pay one JVM start; variants
+Each runs in its own process, timed from process start to its table's last Delta commit, so both sides pay one JVM start; variants
 alternate for `--rounds` rounds into fresh outputs and the best of each is kept.
 
     python bench/bench_bronze_kafka.py --events 1000000 --event-types 300 --partitions 4 --rounds 2
@@ -47,7 +46,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from bench_bronze_delta_spark import last_commit_time, rows_in
 from bench_pipeline_load import highest_sustained, quantiles
 from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine, run_measured, test_helpers
@@ -60,13 +58,13 @@ from streamops.pipeline.generator.kafka_writer import KafkaTarget
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
-from streamops.pipeline.spark_jars import jar_settings, kafka_package
+from streamops.pipeline.spark_jars import delta_spark_package, jar_settings, kafka_package
 
 test_helpers()
 from kafka_broker import KafkaBroker
 from ports import free_port
 
-VARIANTS = ("plain_parquet", "streamops_embedded", "streamops_native")
+VARIANTS = ("plain_delta_spark", "streamops_embedded", "streamops_native")
 TOPIC = "bench-events"
 STARTED_SAMPLE = 'streamops_stream_up{stream="bronze"} 1.0'
 
@@ -77,8 +75,10 @@ PLAIN_JOB = textwrap.dedent(
 
     bootstrap, topic, out, checkpoint, jars, per_trigger = sys.argv[1:7]
     spark = (
-        SparkSession.builder.master("local[*]").appName("plain-kafka-parquet")
+        SparkSession.builder.master("local[*]").appName("plain-kafka-delta-spark")
         .config("spark.jars", jars)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
@@ -94,7 +94,7 @@ PLAIN_JOB = textwrap.dedent(
     rows = records.select(fields, line.alias("payload"), "topic", "partition", "offset", "timestamp", "key")
     bronze = rows.withColumn("event_time", F.try_to_timestamp("time_text")).drop("time_text")
     query = (
-        bronze.writeStream.format("parquet").option("checkpointLocation", checkpoint)
+        bronze.writeStream.format("delta").option("checkpointLocation", checkpoint)
         .trigger(availableNow=True).start(out)
     )
     query.awaitTermination()
@@ -104,9 +104,9 @@ PLAIN_JOB = textwrap.dedent(
 
 
 def command(variant: str, bootstrap: str, work: Path, per_trigger: int) -> list[str]:
-    if variant == "plain_parquet":
-        jars = jar_settings([kafka_package()])["spark.jars"]
-        out, checkpoint = work / "parquet", work / "checkpoint"
+    if variant == "plain_delta_spark":
+        jars = jar_settings([kafka_package(), delta_spark_package()])["spark.jars"]
+        out, checkpoint = work / "plain_table", work / "checkpoint"
         return [sys.executable, "-c", PLAIN_JOB, bootstrap, TOPIC, str(out), str(checkpoint), jars, str(per_trigger)]
     return [
         sys.executable, "-m", "streamops", "run", "--lake", str(work / "lake"), "--kafka-bootstrap", bootstrap,
@@ -118,10 +118,9 @@ def command(variant: str, bootstrap: str, work: Path, per_trigger: int) -> list[
 def landed(variant: str, work: Path) -> tuple[float, int]:
     """When the variant's last commit was written, and the records it holds (for bronze: its
     rows and its quarantine's, every record once)."""
-    if variant == "plain_parquet":
-        out = work / "parquet"
-        last = max(path.stat().st_mtime for path in (out / "_spark_metadata").iterdir())
-        return last, ds.dataset(out, format="parquet").count_rows()
+    if variant == "plain_delta_spark":
+        table = work / "plain_table"
+        return last_commit_time(table), rows_in(table)
     lake = LakeLayout.at(work / "lake")
     return last_commit_time(Path(str(lake.bronze_events))), rows_in(lake.bronze_events) + rows_in(
         lake.bronze_quarantine
@@ -169,9 +168,9 @@ def throughput(args: argparse.Namespace, broker: KafkaBroker, scratch: Path) -> 
         "best": {v: {**r, "records_per_s": round(records / r["seconds"])} for v, r in best.items()},
         "all_seconds": {variant: [r["seconds"] for r in results] for variant, results in runs.items()},
     }
-    if "plain_parquet" in best:
-        baseline = best["plain_parquet"]["seconds"]
-        report["ratio_to_plain_parquet"] = {v: round(baseline / r["seconds"], 3) for v, r in best.items()}
+    if "plain_delta_spark" in best:
+        baseline = best["plain_delta_spark"]["seconds"]
+        report["ratio_to_plain_delta_spark"] = {v: round(baseline / r["seconds"], 3) for v, r in best.items()}
     return report
 
 

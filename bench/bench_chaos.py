@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,18 +44,23 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-import pyarrow as pa
 from bench_crash_cycles import bronze_version, check, id_counts, planned_not_committed, streamops
-from bench_support import machine, test_helpers
+from bench_support import TESTS, machine, test_helpers
 from deltalake import write_deltalake
 
 from streamops.delta.read import open_table, read_delta
 from streamops.lake_layout import LakeLayout
 
+test_helpers()
+from lake_accounting import with_event_id  # noqa: E402
+
 LOCAL_FAULTS = ("sigkill", "sigterm", "disk_full", "second_run", "missing_file", "foreign_writer")
 S3_FAULTS = ("sigkill", "sigterm", "store_outage", "second_run")
 FOREIGN_PREFIX = "foreign-"
 LINE_TIMEOUT = 180.0
+BACKOFF_SETTLE_SECONDS = 30.0
+"""After a full disk is freed, the other streams that failed restart after their backoff (1, 2, 4,
+8 s ...); a SIGTERM before they have is an exit 1 (a stream down at the end), so the cycle waits."""
 
 
 class Cycle:
@@ -123,6 +129,7 @@ def apply_fault(fault: str, cycle: Cycle, ctx: dict, rng: random.Random) -> dict
         said = cycle.wait_for_line("no space left")
         ballast.unlink()
         recovered = cycle.wait_for_commit()
+        time.sleep(BACKOFF_SETTLE_SECONDS)
         code, seconds = cycle.terminate()
         return {"ok": said and recovered and code == 0, "line": said, "recovered": recovered, "exit": code}
     if fault == "store_outage":
@@ -150,18 +157,17 @@ def apply_fault(fault: str, cycle: Cycle, ctx: dict, rng: random.Random) -> dict
         files = [Path(uri.removeprefix("file://")) for uri in open_table(cycle.lake.bronze_events).file_uris()]
         newest = max(files, key=lambda path: path.stat().st_mtime)
         aside = ctx["work"] / f"aside-{newest.name}"
-        newest.rename(aside)
+        shutil.move(newest, aside)  # off the lake's own disk: a restore from elsewhere
         named = cycle.wait_for_line(newest.name, timeout=10.0)
-        aside.rename(newest)
+        shutil.move(aside, newest)
         recovered = cycle.wait_for_commit()
         cycle.kill()
         return {"ok": recovered, "named_while_missing": named, "recovered": recovered}
     if fault == "foreign_writer":
         template = read_delta(cycle.lake.bronze_events).slice(0, 1)
-        column = template.schema.get_field_index("event_id")
         for _ in range(5):
             event_id = f"{FOREIGN_PREFIX}{len(ctx['foreign'])}"
-            rows = template.set_column(column, "event_id", pa.array([event_id]))
+            rows = with_event_id(template, event_id)
             write_deltalake(str(cycle.lake.bronze_events), rows, mode="append")
             ctx["foreign"].append(event_id)
             time.sleep(rng.uniform(0.0, 2.0))
@@ -259,6 +265,7 @@ def run_chaos(args: argparse.Namespace, workdir: Path) -> dict:
 def _s3_setup(stack: ExitStack, ctx: dict, workdir: Path, env: dict[str, str]):
     """moto behind a TCP proxy; the run's store environment points at the proxy."""
     test_helpers()
+    sys.path.insert(0, str(TESTS / "object_stores"))
     from store_servers import moto_server, s3_store
     from tcp_proxy import TcpProxy
 

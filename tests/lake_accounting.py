@@ -3,7 +3,10 @@ silver or the silver quarantine (event ids counted, so a duplicate cannot hide a
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+
+import pyarrow as pa
 
 from streamops.delta.read import read_delta
 from streamops.lake_layout import BRONZE_STREAM, LakeLayout
@@ -30,3 +33,13 @@ def assert_exactly_once(lake: LakeLayout, lines: int) -> None:
     silver_quarantine = sum(1 for stream in quarantine if stream.startswith("silver_"))
     assert max(silver.values()) == 1, "no duplicate in silver"
     assert sum(silver.values()) + silver_quarantine == sum(bronze.values()), "every bronze event in silver"
+
+
+def with_event_id(row: pa.Table, event_id: str) -> pa.Table:
+    """`row` as another writer of its table would write it with a new id: in a bronze row, the
+    raw payload (what silver types) carries the id as well."""
+    row = row.set_column(row.schema.get_field_index("event_id"), "event_id", pa.array([event_id]))
+    if "payload" not in row.column_names:
+        return row
+    payload = {**json.loads(row.column("payload")[0].as_py()), "event_id": event_id}
+    return row.set_column(row.schema.get_field_index("payload"), "payload", pa.array([json.dumps(payload)]))

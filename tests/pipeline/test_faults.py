@@ -17,10 +17,9 @@ import sys
 import threading
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from lake_accounting import assert_exactly_once, ids
+from lake_accounting import assert_exactly_once, ids, with_event_id
 from waiting import wait_until
 
 from streamops.delta.damaged_files import table_damaged_files
@@ -170,16 +169,6 @@ def test_a_deleted_or_truncated_bronze_file_is_named_then_restored_and_read_once
     restored = streamops(*run, "--until-idle")
     assert restored.returncode == 0, restored.stderr[-3000:]
     assert_exactly_once(lake, manifest["lines_total"])
-
-
-def with_event_id(row: pa.Table, event_id: str) -> pa.Table:
-    """`row` as another writer of its table would write it with a new id: in a bronze row, the
-    raw payload (what silver types) carries the id as well."""
-    row = row.set_column(row.schema.get_field_index("event_id"), "event_id", pa.array([event_id]))
-    if "payload" not in row.column_names:
-        return row
-    payload = {**json.loads(row.column("payload")[0].as_py()), "event_id": event_id}
-    return row.set_column(row.schema.get_field_index("payload"), "payload", pa.array([json.dumps(payload)]))
 
 
 @pytest.mark.parametrize("connector_name", ["embedded"])  # appends never conflict on either: one is enough

@@ -35,7 +35,6 @@ def drawn_lines(count: int) -> list[bytes]:
     return lines
 
 
-@pytest.mark.parametrize("connector_name", ["embedded"])  # bronze classifies in Spark, the same on both; CI time
 def test_hostile_landing_is_fully_accounted_for(tmp_path, connector_name):
     lines = drawn_lines(400)
     landing = tmp_path / "landing"
