@@ -58,6 +58,9 @@ LOCAL_FAULTS = ("sigkill", "sigterm", "disk_full", "second_run", "missing_file",
 S3_FAULTS = ("sigkill", "sigterm", "store_outage", "second_run")
 FOREIGN_PREFIX = "foreign-"
 LINE_TIMEOUT = 180.0
+CYCLE_SECONDS = 50
+"""Seconds of input per cycle: a cycle starts with a bronze commit, so input must outlast them all
+(a cycle takes 30-40 s here, a disk_full one 30 s more)."""
 BACKOFF_SETTLE_SECONDS = 30.0
 """After a full disk is freed, the other streams that failed restart after their backoff (1, 2, 4,
 8 s ...); a SIGTERM before they have is an exit 1 (a stream down at the end), so the cycle waits."""
@@ -205,7 +208,7 @@ def run_chaos(args: argparse.Namespace, workdir: Path) -> dict:
             ctx["disk"] = disk
             lake, landing = LakeLayout.at(disk / "lake"), workdir / "landing"
             landing_uri = str(landing)
-        events = int(args.rate * max(30, args.cycles * 16))
+        events = int(args.rate * max(30, args.cycles * CYCLE_SECONDS))
         generator = streamops(
             "generate", "--out", str(landing), "--events", str(events), "--event-types", str(args.event_types),
             "--rate", str(args.rate), "--drift", "0.5", "--bad", "0.01", "--seed", str(args.seed),

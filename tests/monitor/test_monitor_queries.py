@@ -204,7 +204,10 @@ def test_a_slowed_stream_becomes_lagging(spark, lake, source_format):
         )
         try:
             wait_until(lambda: status_of(monitor, "slowed_stream") == "lagging", what="LAGGING")
-            assert monitor.stream_status("slowed_stream").reason.startswith("backlog grew from")
+            # its backlog grows by a file a batch; on a loaded machine its rate also falls below
+            # the input's, which the rules may name first: both are this stream's lag
+            reason = monitor.stream_status("slowed_stream").reason
+            assert reason.startswith(("backlog grew from", "processed rate below input rate")), reason
         finally:
             query.stop()
     finally:
