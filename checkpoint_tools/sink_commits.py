@@ -9,12 +9,17 @@ A batch commit is recognised, in order of trust, by
   queryId and epochId.
 Never by "the latest version": a table several streams write, or a replayed batch, would lie.
 The log is read newest first and only as far back as the caller needs.
+
+A commit that rewrites rows (a CDC stream's MERGE, an UPDATE or DELETE) is not an append: the
+rows of the files it added are mostly rows it copied unchanged, so such a commit reports the
+rows it inserted, updated and deleted (its `operationMetrics`, as delta-spark and delta-rs each
+name them) instead of a row count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any, Literal
 
 from streamops.delta.commit_metadata import STREAMING_OPERATION, BatchCommitInfo
@@ -23,6 +28,30 @@ from streamops.exceptions import StreamopsError
 from streamops.storage.location import Location
 
 MatchKind = Literal["txn", "commit_info", "streaming_update"]
+ROW_CHANGE_METRICS = {
+    "inserted": ("numTargetRowsInserted", "num_target_rows_inserted"),
+    "updated": ("numTargetRowsUpdated", "num_target_rows_updated", "numUpdatedRows", "num_updated_rows"),
+    "deleted": ("numTargetRowsDeleted", "num_target_rows_deleted", "numDeletedRows", "num_deleted_rows"),
+}
+"""operationMetrics keys of the rows a rewriting commit changed: delta-spark's, then delta-rs's."""
+REWRITE_OPERATIONS = frozenset({"MERGE", "UPDATE", "DELETE"})
+"""Rewrites even when they removed no file (a MERGE into an empty table only inserts)."""
+
+
+@dataclass(frozen=True)
+class RowChanges:
+    """Rows a rewriting commit inserted, updated and deleted (None: its writer did not say)."""
+
+    inserted: int | None
+    updated: int | None
+    deleted: int | None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {"inserted": self.inserted, "updated": self.updated, "deleted": self.deleted}
+
+    def describe(self) -> str:
+        """`+3 ~1 -2`: inserted, updated, deleted."""
+        return " ".join(f"{sign}{'?' if n is None else n}" for sign, n in zip("+~-", astuple(self)))
 
 
 @dataclass(frozen=True)
@@ -48,6 +77,10 @@ class SinkCommit:
     bytes: int
     files: int
     query_id: str | None
+    operation: str | None = None
+    """As the writer named it in commitInfo: WRITE, STREAMING UPDATE, MERGE ..."""
+    changes: RowChanges | None = None
+    """Set for a commit that rewrites rows; `rows` is then None."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,7 +93,16 @@ class SinkCommit:
             "bytes": self.bytes,
             "files": self.files,
             "query_id": self.query_id,
+            "operation": self.operation,
+            "changes": None if self.changes is None else self.changes.to_json(),
+            "row_summary": self.describe_rows(),
         }
+
+    def describe_rows(self) -> str:
+        """`(12 rows)` for an append, `(MERGE +3 ~1 -2)` for a rewrite, "" when unknown."""
+        if self.changes is not None:
+            return f"({self.operation or 'rewrite'} {self.changes.describe()})"
+        return "" if self.rows is None else f"({self.rows} rows)"
 
 
 def batch_of(commit: Commit, identity: StreamIdentity) -> tuple[int, MatchKind, str | None] | None:
@@ -90,8 +132,15 @@ def sink_commit(table: Location, commit: Commit, identity: StreamIdentity) -> Si
         return None
     batch_id, matched_by, query_id = found
     adds = commit.data_adds
+    rewrites = commit.data_removes or commit.commit_info.get("operation") in REWRITE_OPERATIONS
+    changes = _row_changes(commit) if rewrites else None
     counted = [a.num_records for a in adds]
-    rows = sum(c for c in counted if c is not None) if adds and None not in counted else _metric_rows(commit)
+    if changes is not None:
+        rows = None
+    elif adds and None not in counted:
+        rows = sum(c for c in counted if c is not None)
+    else:
+        rows = _metric_rows(commit)
     return SinkCommit(
         table=table,
         version=commit.version,
@@ -102,6 +151,8 @@ def sink_commit(table: Location, commit: Commit, identity: StreamIdentity) -> Si
         bytes=sum(a.size for a in adds),
         files=len(adds),
         query_id=query_id,
+        operation=commit.commit_info.get("operation"),
+        changes=changes,
     )
 
 
@@ -151,3 +202,12 @@ def _metric_rows(commit: Commit) -> int | None:
         if key in metrics:
             return int(metrics[key])
     return None
+
+
+def _row_changes(commit: Commit) -> RowChanges:
+    metrics = commit.commit_info.get("operationMetrics") or {}
+
+    def metric(keys: tuple[str, ...]) -> int | None:
+        return next((int(metrics[k]) for k in keys if metrics.get(k) is not None), None)
+
+    return RowChanges(**{name: metric(keys) for name, keys in ROW_CHANGE_METRICS.items()})

@@ -130,7 +130,7 @@ def correlation_text(correlation: Correlation) -> str:
     rows = []
     for item in correlation.batches:
         read = item.source_read
-        sinks = ", ".join(f"{c.table.name}@v{c.version}({c.rows})" for c in item.sink_commits)
+        sinks = ", ".join(f"{c.table.name}@v{c.version}{c.describe_rows()}" for c in item.sink_commits)
         rows.append(
             [
                 item.batch.batch_id,

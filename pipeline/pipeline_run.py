@@ -15,7 +15,7 @@ from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.run_lock import RunLock
 from streamops.pipeline.silver.silver_stream import SilverSettings
 from streamops.pipeline.spark_jars import kafka_package
-from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.spark_session import build_spark, stop_spark
 from streamops.pipeline.spark_storage import object_store_needs, require_store_connectors
 from streamops.pipeline.supervisor import STAGE_LOCKS, PipelineSettings, RunReport, Stages, Supervisor
 from streamops.storage.location import Location, LocationLike
@@ -100,7 +100,7 @@ def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Superv
         return _run_with(spark, options, on_start)
     finally:
         if owns_spark:
-            spark.stop()
+            stop_spark(spark)
 
 
 def _kafka_groups(options: RunOptions):

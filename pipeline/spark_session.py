@@ -109,6 +109,19 @@ def build_spark(
     return spark
 
 
+def stop_spark(spark: SparkSession) -> None:
+    """Stop Spark without the traceback PySpark can print on the way out.
+
+    PySpark stops the JVM's context before its own accumulator server: when the JVM drops the
+    server's connection first, the server's handler thread reads end-of-file and `socketserver`
+    prints an `EOFError` traceback to stderr, on a clean stop. Shutting the server down first
+    (PySpark's own `shutdown`, which the later stop repeats harmlessly) closes that window."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is not None:
+        server.shutdown()
+    spark.stop()
+
+
 def jvm_has_class(spark: SparkSession, name: str) -> bool:
     """Whether the driver can load `name` the way Spark loads user classes: JARs added with
     `spark.jars` or `spark.jars.packages` live in the context class loader, not the system one."""

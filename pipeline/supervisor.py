@@ -46,7 +46,7 @@ from streamops.pipeline.query_restarts import (
 from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventGroupsReader
 from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
 from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, SchemaRegistry
-from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings, start_silver_group
+from streamops.pipeline.silver.silver_stream import GroupWriter, SilverGroupWriter, SilverSettings, start_silver_group
 from streamops.storage.location import Location
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class Supervisor:
         )
         self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
         stopped = self.restarts.policy_stopped
-        writer: SilverGroupWriter | CdcGroupWriter
+        writer: GroupWriter
         if self.settings.cdc is not None:
             writer = CdcGroupWriter(self.lake, self.connector, group, silver, self.settings.cdc, self.events, stopped)
         else:

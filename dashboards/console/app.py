@@ -17,6 +17,7 @@ PAGES = (
     ("schema_view.py", "Schemas", "schemas", ":material/schema:"),
     ("quarantine_view.py", "Quarantine", "quarantine", ":material/block:"),
     ("groups_view.py", "Event groups", "groups", ":material/account_tree:"),
+    ("cdc_view.py", "Change data capture", "cdc", ":material/sync_alt:"),
 )
 
 st.set_page_config(page_title="streamops console", page_icon=":material/monitoring:", layout="wide")

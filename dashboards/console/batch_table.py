@@ -57,8 +57,7 @@ def batch_rows(correlation: dict[str, Any], history: pd.DataFrame, lake_root: Lo
     for batch in correlation["batches"]:
         source = batch["source"] or {}
         sinks = [
-            f"{table_name(c['table'], lake_root)} v{c['version']}"
-            + (f" ({c['rows']} rows)" if c["rows"] is not None else "")
+            " ".join(filter(None, [f"{table_name(c['table'], lake_root)} v{c['version']}", c["row_summary"]]))
             for c in batch["sink_commits"]
         ]
         progress = (
@@ -94,7 +93,9 @@ def sink_commit_rows(correlation: dict[str, Any], lake_root: Location) -> pd.Dat
             "table": table_name(commit["table"], lake_root),
             "version": commit["version"],
             "matched_by": commit["matched_by"],
+            "operation": commit["operation"],
             "rows": commit["rows"],
+            "changes": commit["row_summary"] if commit["changes"] else None,
             "bytes": commit["bytes"],
             "files": commit["files"],
             "committed_at": _time(commit["timestamp_ms"]),
@@ -102,7 +103,9 @@ def sink_commit_rows(correlation: dict[str, Any], lake_root: Location) -> pd.Dat
         for batch in correlation["batches"]
         for commit in batch["sink_commits"]
     ]
-    columns = ["batch_id", "table", "version", "matched_by", "rows", "bytes", "files", "committed_at"]
+    columns = [
+        "batch_id", "table", "version", "matched_by", "operation", "rows", "changes", "bytes", "files", "committed_at"
+    ]  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns).sort_values(
         ["batch_id", "table"], ascending=[False, True], kind="stable"
     )

@@ -24,6 +24,8 @@ COLOR_HEX: dict[StatusColor, str] = {
 """The console's shade of each status colour (where CSS, not Streamlit markdown, paints it)."""
 BATCH_PHASES_SHOWN = ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit", "commitOffsets")
 """The parts of a trigger (triggerExecution is their total, drawn as the bar's outline)."""
+CDC_OUTCOMES = {"inserted": "inserted", "updated": "updated", "deleted": "deleted", "ignored": "changed nothing"}
+"""Columns of `_system/cdc_applies` that count what a batch's changes did, and how they read."""
 PLOT_SIZING = alt.AutoSizeParams(type="fit-x", contains="padding")
 """The width fits the column; the height is the plot's own. Streamlit's default (`fit`) counts the
 title, axes and legend inside the height, which left a chart with a legend below it no plot at
@@ -53,24 +55,33 @@ def with_input_rate(history: pd.DataFrame) -> pd.DataFrame:
     return history.assign(input_rate=rate)
 
 
-def rates(history: pd.DataFrame) -> alt.Chart:
-    frame = with_input_rate(history)
+def measures_over_time(
+    frame: pd.DataFrame,
+    time_column: str,
+    measures: dict[str, str],
+    title: str,
+    value_format: str = ",.1f",
+    interpolate: str = "linear",
+) -> alt.Chart:
+    """One line per measure (column -> how the legend names it) after each batch."""
     long = frame.melt(
-        id_vars=[COLUMN.timestamp, COLUMN.batch_id],
-        value_vars=["input_rate", COLUMN.processed_rows_per_second],
-        var_name="rate",
-        value_name="rows_per_second",
-    ).replace({"rate": {"input_rate": "input", COLUMN.processed_rows_per_second: "processed"}})
+        id_vars=[time_column, COLUMN.batch_id], value_vars=list(measures), var_name="measure", value_name="value"
+    ).replace({"measure": measures})
     return (
-        small_chart(long.dropna(), "Input vs processed rows/s")
-        .mark_line(point=True)
+        small_chart(long.dropna(), title)
+        .mark_line(point=True, interpolate=interpolate)
         .encode(
-            x=alt.X("timestamp:T", title=None),
-            y=alt.Y("rows_per_second:Q", title=None),
-            color=alt.Color("rate:N", legend=alt.Legend(orient="bottom", title=None)),
-            tooltip=["batch_id:Q", "rate:N", alt.Tooltip("rows_per_second:Q", format=",.1f")],
+            x=alt.X(f"{time_column}:T", title=None),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("measure:N", legend=alt.Legend(orient="bottom", title=None)),
+            tooltip=[f"{COLUMN.batch_id}:Q", "measure:N", alt.Tooltip("value:Q", format=value_format)],
         )
     )
+
+
+def rates(history: pd.DataFrame) -> alt.Chart:
+    measures = {"input_rate": "input", COLUMN.processed_rows_per_second: "processed"}
+    return measures_over_time(with_input_rate(history), COLUMN.timestamp, measures, "Input vs processed rows/s")
 
 
 def phases(history: pd.DataFrame) -> alt.Chart:
@@ -105,21 +116,9 @@ def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
 
 def state(history: pd.DataFrame) -> alt.Chart:
     """Rows held by the stream's stateful operators after each batch, with rows dropped as late."""
-    long = history.melt(
-        id_vars=[COLUMN.timestamp, COLUMN.batch_id],
-        value_vars=[COLUMN.state_rows_total, COLUMN.state_rows_dropped_by_watermark],
-        var_name="measure",
-        value_name="rows",
-    ).replace({"measure": {COLUMN.state_rows_total: "held", COLUMN.state_rows_dropped_by_watermark: "dropped late"}})
-    return (
-        small_chart(long.dropna(), "State rows after each batch")
-        .mark_line(point=True, interpolate="step-after")
-        .encode(
-            x=alt.X("timestamp:T", title=None),
-            y=alt.Y("rows:Q", title=None),
-            color=alt.Color("measure:N", legend=alt.Legend(orient="bottom", title=None)),
-            tooltip=["batch_id:Q", "measure:N", alt.Tooltip("rows:Q", format=",")],
-        )
+    measures = {COLUMN.state_rows_total: "held", COLUMN.state_rows_dropped_by_watermark: "dropped late"}
+    return measures_over_time(
+        history, COLUMN.timestamp, measures, "State rows after each batch", value_format=",", interpolate="step-after"
     )
 
 
@@ -148,5 +147,28 @@ def bars(frame: pd.DataFrame, category: str, value: str, title: str) -> alt.Char
             y=alt.Y(f"{category}:N", sort="-x", title=None),
             x=alt.X(f"{value}:Q", title=None),
             tooltip=[f"{category}:N", f"{value}:Q"],
+        )
+    )
+
+
+def cdc_lag(applies: pd.DataFrame) -> alt.Chart:
+    """Each batch's lag, source commit -> silver commit: of its newest change and its oldest."""
+    measures = {"lag_seconds": "newest change", "max_lag_seconds": "oldest change"}
+    return measures_over_time(applies, "committed_at", measures, "CDC lag per batch (s)")
+
+
+def cdc_changes(applies: pd.DataFrame) -> alt.Chart:
+    """What each batch's changes did to the table, stacked."""
+    long = applies.melt(
+        id_vars=["batch_id"], value_vars=list(CDC_OUTCOMES), var_name="outcome", value_name="rows"
+    ).replace({"outcome": CDC_OUTCOMES})
+    return (
+        small_chart(long[long["rows"] > 0], "Changes per batch")
+        .mark_bar()
+        .encode(
+            x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
+            y=alt.Y("rows:Q", stack="zero", title=None),
+            color=alt.Color("outcome:N", legend=alt.Legend(orient="right", title=None)),
+            tooltip=["batch_id:Q", "outcome:N", alt.Tooltip("rows:Q", format=",")],
         )
     )

@@ -25,7 +25,7 @@ from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
 from streamops.dashboards.console import LAKE_ENV
 from streamops.dashboards.exceptions import ConsoleError
-from streamops.delta.read import is_table, read_delta
+from streamops.delta.read import is_table, open_table, read_delta
 from streamops.lake_layout import LakeLayout, is_valid_event_type
 from streamops.monitor.fleet_status import StreamStatusRow, fleet_status
 from streamops.monitor.progress_log import ProgressLog
@@ -110,11 +110,13 @@ def fleet_trend(root: str, minutes: int = TREND_MINUTES) -> pd.DataFrame:
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def stream_history(root: str, stream: str, batches: int = HISTORY_BATCHES) -> pd.DataFrame:
-    """The newest `batches` progress rows of one stream, oldest first, newest days read first."""
-    log = ProgressLog(LakeLayout.at(root).query_progress)
+    """The newest `batches` progress rows of one stream, oldest first, newest days read first
+    (none when no monitor ever wrote the lake's progress log: its checkpoints still show)."""
+    location = LakeLayout.at(root).query_progress
+    log = ProgressLog(location)
     frames: list[pd.DataFrame] = []
     found = 0
-    for day in log.days():
+    for day in log.days() if is_table(location) else []:
         frame = log.read(columns=HISTORY_COLUMNS, events=["progress"], streams=[stream], days=[day]).to_pandas()
         frames.append(frame)
         found += len(frame)
@@ -225,6 +227,24 @@ def quarantine_rows(root: str, reason: str) -> pd.DataFrame | None:
         if frame is None
         else frame.sort_values("ingest_time", ascending=False, kind="stable").reset_index(drop=True)
     )
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def cdc_applies(root: str) -> pd.DataFrame | None:
+    """`_system/cdc_applies`: one row per CDC table and batch, oldest first."""
+    return _read_sorted(LakeLayout.at(root).cdc_applies, ["committed_at", "table"])
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def cdc_table_rows(root: str, tables: tuple[str, ...]) -> dict[str, int | None]:
+    """Rows in each CDC table now, from its files' statistics (every file streamops writes has
+    them): no data file is read, so a table of any size costs one log read."""
+    lake = LakeLayout.at(root)
+    rows: dict[str, int | None] = {}
+    for table in tables:
+        location = lake.silver(table)
+        rows[table] = open_table(location).count() if is_table(location) else None
+    return rows
 
 
 def registry_event_types(registry: pd.DataFrame | None) -> list[str]:

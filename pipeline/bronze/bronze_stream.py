@@ -288,7 +288,9 @@ def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettin
     if settings.cdc is not None:
         if settings.classifier == "jvm":
             raise PipelineConfigError("--cdc reads changes with the Python classifier only: drop classifier=jvm")
-        return lines.mapInArrow(CdcBatchClassifier(settings.cdc.keys, settings.limits), CDC_CLASSIFIED_SCHEMA)
+        return lines.mapInArrow(
+            CdcBatchClassifier(settings.cdc.keys, settings.limits, settings.cdc.sequences), CDC_CLASSIFIED_SCHEMA
+        )
     use_jvm = settings.classifier != "python" and jvm_classifier.register(spark)
     if settings.classifier == "jvm" and not use_jvm:
         raise PipelineConfigError(

@@ -27,12 +27,13 @@ QuarantineReason = Literal[
 ]
 QUARANTINE_REASONS: tuple[str, ...] = get_args(QuarantineReason)
 
-CdcQuarantineReason = Literal["cdc_not_a_change", "cdc_missing_key", "cdc_missing_position"]
+CdcQuarantineReason = Literal["cdc_not_a_change", "cdc_missing_key", "cdc_missing_position", "cdc_missing_sequence"]
 """Why a record read with `--cdc debezium` (pipeline/cdc/debezium_envelope.py) cannot be applied,
 after the line rules above (a CDC line is judged by them first, except the event rules 7-8,
 whose `event_type` is the source table's name): not a Debezium row change (no `op` c/u/d/r/t,
-no `source` table, no row image where the op needs one), no key for its table, or no source
-position to order it by. Only the Python classifier reads CDC records."""
+no `source` table, no row image where the op needs one), no key for its table, no source
+position to order it by, or, for a table ordered by a column (`--cdc-sequence`), no usable value
+of it. Only the Python classifier reads CDC records."""
 CDC_QUARANTINE_REASONS: tuple[str, ...] = get_args(CdcQuarantineReason)
 
 TOMBSTONE_DETAIL = "a Kafka record without a value (the delete marker of its key)"

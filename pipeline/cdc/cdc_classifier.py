@@ -79,13 +79,14 @@ def judge_change(
     declared_keys: Mapping[str, tuple[str, ...]],
     limits: RecordLimits = RecordLimits(),
     cache: VariationCache | None = None,
+    declared_sequences: Mapping[str, str] | None = None,
 ) -> LineVerdict:
     """The bronze verdict on one CDC record (see the module docstring for the order)."""
     if line is None:
         return LineVerdict(None, "tombstone", TOMBSTONE_DETAIL)
     payload = strip_bom(line)
     try:
-        return _judge(payload, key, declared_keys, limits, cache or _cache)
+        return _judge(payload, key, declared_keys, declared_sequences or {}, limits, cache or _cache)
     except Exception as error:  # noqa: BLE001 - a record no rule foresaw must not stop the stream
         return LineVerdict(payload, "unprocessable", f"stage classify: {type(error).__name__}: {str(error)[:200]}")
 
@@ -94,6 +95,7 @@ def _judge(
     payload: bytes,
     key: bytes | None,
     declared_keys: Mapping[str, tuple[str, ...]],
+    declared_sequences: Mapping[str, str],
     limits: RecordLimits,
     cache: VariationCache,
 ) -> LineVerdict:
@@ -103,7 +105,7 @@ def _judge(
     envelope = unwrap(value)
     if isinstance(envelope, dict) and (DUPLICATE_KEYS in envelope or DUPLICATE_KEYS in (envelope.get("source") or {})):
         return LineVerdict(payload, "duplicate_key", "a key appears twice in the change's envelope")
-    change = read_change(value, record_key(key), declared_keys)
+    change = read_change(value, record_key(key), declared_keys, declared_sequences)
     if not isinstance(change, Change):
         return LineVerdict(payload, change.reason, change.detail, event_type=change.table)
     if not is_valid_event_type(change.table):
@@ -131,8 +133,14 @@ class CdcBatchClassifier:
     """Picklable callable for `DataFrame.mapInArrow` over the lines (value, source_file,
     source_mtime, KAFKA_FIELDS): CDC_CLASSIFIED_SCHEMA out."""
 
-    def __init__(self, declared_keys: Mapping[str, tuple[str, ...]], limits: RecordLimits = RecordLimits()) -> None:
+    def __init__(
+        self,
+        declared_keys: Mapping[str, tuple[str, ...]],
+        limits: RecordLimits = RecordLimits(),
+        declared_sequences: Mapping[str, str] | None = None,
+    ) -> None:
         self.declared_keys = dict(declared_keys)
+        self.declared_sequences = dict(declared_sequences or {})
         self.limits = limits
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -143,7 +151,10 @@ class CdcBatchClassifier:
     def classify(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         lines = batch.column(0).to_pylist()
         keys = batch.column(3).to_pylist()
-        verdicts = [judge_change(line, key, self.declared_keys, self.limits) for line, key in zip(lines, keys)]
+        verdicts = [
+            judge_change(line, key, self.declared_keys, self.limits, declared_sequences=self.declared_sequences)
+            for line, key in zip(lines, keys)
+        ]
         return pa.RecordBatch.from_arrays(
             [
                 pa.array([v.event_type for v in verdicts], pa.string()),

@@ -20,10 +20,12 @@ the row back. Kafka's default retention is 7 days: a change cannot arrive later 
 @dataclass(frozen=True)
 class CdcSettings:
     """`keys`: table -> key columns from `--cdc-keys` (a table not named there is keyed by its
-    Kafka record key's fields); `history`: also keep each table's SCD type 2 history."""
+    Kafka record key's fields); `sequences`: table -> the column `--cdc-sequence` orders its
+    changes by (else the source position); `history`: also keep each table's SCD type 2 history."""
 
     format: CdcFormat = "debezium"
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sequences: Mapping[str, str] = field(default_factory=dict)
     history: bool = False
     deleted_keys_retention_seconds: float = DELETED_KEYS_RETENTION_SECONDS
 
@@ -42,3 +44,16 @@ def parse_cdc_keys(values: Iterable[str]) -> dict[str, tuple[str, ...]]:
             raise PipelineConfigError(f"--cdc-keys names table `{table.strip()}` twice: give its key once")
         keys[table.strip()] = names
     return keys
+
+
+def parse_cdc_sequences(values: Iterable[str]) -> dict[str, str]:
+    """`TABLE=COL` flags -> {table: column}; a malformed one is a one-line error."""
+    sequences: dict[str, str] = {}
+    for value in values:
+        table, sep, column = (part.strip() for part in value.partition("="))
+        if not sep or not is_valid_event_type(table) or not column or "," in column:
+            raise PipelineConfigError(f"--cdc-sequence takes TABLE=COL (e.g. public.orders=updated_at), got `{value}`")
+        if table in sequences:
+            raise PipelineConfigError(f"--cdc-sequence names table `{table}` twice: give its column once")
+        sequences[table] = column
+    return sequences

@@ -14,12 +14,13 @@ name, the same event groups and registry), but each batch MERGEs instead of appe
 
 A table's key is fixed when its silver table is created (its key columns carry the column
 metadata `streamops.cdc.key`): `--cdc-keys`, else the key columns of the table's first change.
+So is its order (`_cdc_sequence` carries `streamops.cdc.sequence_by`): `--cdc-sequence`, else
+the source position.
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
@@ -27,8 +28,7 @@ from typing import TYPE_CHECKING, Callable
 import pyarrow as pa
 
 from streamops.delta.read import is_table, open_table
-from streamops.lake_layout import LakeLayout, silver_stream
-from streamops.pipeline.batch_context import batch_commit_info
+from streamops.lake_layout import LakeLayout
 from streamops.pipeline.cdc import cdc_tables as tables
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.cdc.change_apply import ORDER, SEQUENCE
@@ -42,7 +42,7 @@ from streamops.pipeline.cdc.change_reader import (
     REASON,
     ChangeReader,
 )
-from streamops.pipeline.cdc.debezium_envelope import declared_key
+from streamops.pipeline.cdc.debezium_envelope import declared_for
 from streamops.pipeline.cdc.merge_embedded import MergeCounts, apply_embedded
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
@@ -51,25 +51,24 @@ from streamops.pipeline.pipeline_events import CdcBatchResult, CdcTableApply, Pi
 from streamops.pipeline.registry.schema_alerts import SchemaAlert, alert_rows
 from streamops.pipeline.silver.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, column_name
 from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
-from streamops.pipeline.silver.silver_schemas import GroupSchemas, SilverSchema
+from streamops.pipeline.silver.silver_schemas import SilverSchema
 from streamops.pipeline.silver.silver_stream import (
     ACTION_OF,
     HALT_ROUTE,
     QUARANTINE_COLUMNS,
     QUARANTINE_ROUTE,
     TYPED_COLUMN,
+    GroupWriter,
     SilverSettings,
     unfit_variation,
 )
+from streamops.pipeline.spark_threads import side_by_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from streamops.delta.commit_metadata import BatchCommitInfo
     from streamops.pipeline.delta_connector.connector import DeltaConnector
-
-APPLY_THREADS = 4
-"""Tables of one batch applied at once (their MERGEs wait on storage and Spark jobs, not on the GIL)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class RoutedCount:
     newest: datetime | None
 
 
-class CdcGroupWriter:
+class CdcGroupWriter(GroupWriter):
     """The foreachBatch function of one CDC group's stream."""
 
     def __init__(
@@ -96,26 +95,12 @@ class CdcGroupWriter:
         events: PipelineEvents,
         on_policy_stop: Callable[[IncompatibleSchemaError], None] | None = None,
     ) -> None:
-        self.lake = lake
-        self.connector = connector
-        self.group = group
-        self.stream = silver_stream(group)
-        self.settings = settings
+        super().__init__(lake, connector, group, settings, events, on_policy_stop)
         self.cdc = cdc
-        self.events = events
-        self.on_policy_stop = on_policy_stop
-        self._schemas = GroupSchemas(lake.schema_registry, lake.event_groups, group, settings.types_per_group)
-        self._recorded_keys: dict[str, tuple[str, ...]] = {}
+        self._recorded: dict[str, tuple[tuple[str, ...] | None, str]] = {}
 
-    def schemas(self) -> dict[str, SilverSchema]:
-        return self._schemas.read()
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        schemas = self.schemas()
-        if not schemas:
-            return
-        commit = batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
-        self.events.cdc_applied(self.apply(df, schemas, commit))
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        self.events.cdc_applied(self.apply(bronze, schemas, commit))
 
     def apply(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> CdcBatchResult:
         from pyspark.sql import functions as F
@@ -123,7 +108,7 @@ class CdcGroupWriter:
         changes = (
             bronze.where(F.col("event_type").isin(sorted(schemas)))
             .select(*READ_COLUMNS)
-            .mapInArrow(ChangeReader(self.cdc.keys), CHANGE_SCHEMA)
+            .mapInArrow(ChangeReader(self.cdc.keys, self.cdc.sequences), CHANGE_SCHEMA)
             .withColumn(ORDER, F.monotonically_increasing_id())
             .persist()
         )
@@ -152,17 +137,23 @@ class CdcGroupWriter:
 
     def table_keys(self, changes: DataFrame, schemas: dict[str, SilverSchema]) -> dict[str, tuple[str, ...]]:
         """Each table's key columns: recorded in its silver table, else declared, else its first
-        change's in this batch. A declaration that contradicts the table is a one-line error."""
+        change's in this batch. A declaration that contradicts the table (its key, or the column its
+        changes are ordered by) is a one-line error."""
         from pyspark.sql import functions as F
 
         keys: dict[str, tuple[str, ...]] = {}
         for table in schemas:
-            recorded = self._recorded(table)
-            declared = declared_key(self.cdc.keys, table)
+            recorded, ordered_by = self._recorded_table(table) or (None, None)
+            declared = declared_for(self.cdc.keys, table)
             if recorded and declared and recorded != declared:
                 raise PipelineConfigError(
                     f"table `{table}` is keyed by ({', '.join(recorded)}) in the lake, but --cdc-keys declares "
                     f"({', '.join(declared)}): a table's key is fixed when its silver table is created"
+                )
+            if ordered_by is not None and ordered_by != self._sequence_by(table):
+                raise PipelineConfigError(
+                    f"table `{table}` is ordered by {_ordering(ordered_by)} in the lake, but this run orders it by "
+                    f"{_ordering(self._sequence_by(table))}: a table's order is fixed when its silver table is created"
                 )
             found = recorded or declared
             if found:
@@ -180,18 +171,19 @@ class CdcGroupWriter:
             keys.update({row["event_type"]: tuple(row["keys"].split(KEY_SEPARATOR)) for row in firsts})
         return keys
 
-    def _recorded(self, table: str) -> tuple[str, ...] | None:
-        if table not in self._recorded_keys:
+    def _recorded_table(self, table: str) -> tuple[tuple[str, ...] | None, str] | None:
+        """(key columns, ordering) the table's silver table records; None before it exists."""
+        if table not in self._recorded:
             location = self.lake.silver(table)
             with table_access(location, "read"):
                 if not is_table(location):
                     return None
                 fields = [(f.name, f.metadata) for f in open_table(location).schema().fields]
-            keys = tables.recorded_keys(fields)
-            if keys is None:
-                return None
-            self._recorded_keys[table] = keys
-        return self._recorded_keys[table]
+            self._recorded[table] = (tables.recorded_keys(fields), tables.recorded_sequence(fields))
+        return self._recorded[table]
+
+    def _sequence_by(self, table: str) -> str:
+        return declared_for(self.cdc.sequences, table) or ""
 
     def _plan(self, commit: BatchCommitInfo) -> WritePlan:
         return WritePlan(
@@ -203,15 +195,7 @@ class CdcGroupWriter:
 
     def _halt(self, alerts: list[SchemaAlert], commit: BatchCommitInfo) -> None:
         self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
-        stop = IncompatibleSchemaError(
-            f"group `{self.group}` stopped on an incompatible schema change "
-            f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
-            "then restart it with on_incompatible=rescue or fix the source",
-            self.stream,
-        )
-        if self.on_policy_stop is not None:
-            self.on_policy_stop(stop)
-        raise stop
+        raise self.policy_stop(alerts, "fix the source")
 
     def _apply_tables(
         self,
@@ -228,7 +212,7 @@ class CdcGroupWriter:
 
         def apply(table: str) -> tuple[CdcTableApply, MergeCounts]:
             columns = [column_name(k) for k in keys[table]]
-            target = tables.CdcTarget.of(self.lake, table, tuple(columns), self.cdc.history)
+            target = tables.CdcTarget.of(self.lake, table, tuple(columns), self.cdc.history, self._sequence_by(table))
             rows = routed.where(routed[ROUTE_COLUMN] == table).select(*_typed_columns(schemas[table]))
             done = self._merge(rows, target, commit)
             seen = by_table[table]
@@ -249,10 +233,7 @@ class CdcGroupWriter:
                 committed_at=time.time(),
             ), done
 
-        from pyspark.util import inheritable_thread_target
-
-        with ThreadPoolExecutor(max_workers=APPLY_THREADS) as pool:  # the batch's job group goes along
-            return list(pool.map(inheritable_thread_target(routed.sparkSession)(apply), sorted(by_table)))
+        return side_by_side(routed.sparkSession, apply, sorted(by_table))
 
     def _merge(self, rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo) -> MergeCounts:
         retention = self.cdc.deleted_keys_retention_seconds
@@ -261,6 +242,10 @@ class CdcGroupWriter:
 
             return apply_native(rows, target, commit, retention)
         return apply_embedded(rows.toArrow(), target, commit, retention)
+
+
+def _ordering(sequence_by: str) -> str:
+    return f"`{sequence_by}` (--cdc-sequence)" if sequence_by else "its source position"
 
 
 def _route_columns(

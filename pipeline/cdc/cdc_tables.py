@@ -39,6 +39,10 @@ KEY_METADATA = "streamops.cdc.key"
 """Column metadata of a CDC table's key columns: the column's position in the key. Set when the
 table is created, so the table says what its key is (delta-rs accepts no table property outside
 `delta.*`; column metadata both connectors keep)."""
+SEQUENCE_METADATA = "streamops.cdc.sequence_by"
+"""Column metadata of a current-state table's `_cdc_sequence`: the source column its changes are
+ordered by (`--cdc-sequence`), "" for the source position. A table created before streamops
+recorded it has none, which reads as "": position order was then the only one."""
 CDC_TABLE_CONFIGURATION = {**TABLE_CONFIGURATION, "delta.enableChangeDataFeed": "true"}
 """Readers of a table that MERGEs change can follow it with Delta's change data feed."""
 CHANGE_COLUMNS = (OP, SEQUENCE, KEY, ORDER)
@@ -82,31 +86,39 @@ the oldest)."""
 
 @dataclass(frozen=True)
 class CdcTarget:
-    """Where one source table's apply writes, and its key columns (silver column names)."""
+    """Where one source table's apply writes, its key columns (silver column names) and the
+    source column its changes are ordered by ("" for the source position)."""
 
     table: str
     current: Location
     deleted_keys: Location
     history: Location | None
     keys: tuple[str, ...]
+    sequence_by: str = ""
 
     @classmethod
-    def of(cls, lake: LakeLayout, table: str, keys: tuple[str, ...], history: bool) -> CdcTarget:
+    def of(cls, lake: LakeLayout, table: str, keys: tuple[str, ...], history: bool, sequence_by: str = "") -> CdcTarget:
         return cls(
             table=table,
             current=lake.silver(table),
             deleted_keys=lake.cdc_deleted_keys(table),
             history=lake.silver_history(table) if history else None,
             keys=keys,
+            sequence_by=sequence_by,
         )
 
-    def keyed(self, schema: pa.Schema) -> pa.Schema:
-        """`schema` with the key columns marked (KEY_METADATA)."""
+    def column_metadata(self, name: str) -> dict[str, str]:
+        """What a column of the table records of it: its place in the key, or the ordering."""
+        if name in self.keys:
+            return {KEY_METADATA: str(self.keys.index(name))}
+        if name == SEQUENCE:
+            return {SEQUENCE_METADATA: self.sequence_by}
+        return {}
+
+    def marked(self, schema: pa.Schema) -> pa.Schema:
+        """`schema` with the key columns and the ordering marked (column_metadata)."""
         return pa.schema(
-            [
-                f.with_metadata({KEY_METADATA: str(self.keys.index(f.name))}) if f.name in self.keys else f
-                for f in schema
-            ]
+            [f.with_metadata(self.column_metadata(f.name)) if self.column_metadata(f.name) else f for f in schema]
         )
 
 
@@ -115,6 +127,11 @@ def recorded_keys(fields: list[tuple[str, dict[str, str]]]) -> tuple[str, ...] |
     is marked."""
     marked = sorted((int(meta[KEY_METADATA]), name) for name, meta in fields if KEY_METADATA in (meta or {}))
     return tuple(name for _, name in marked) or None
+
+
+def recorded_sequence(fields: list[tuple[str, dict[str, str]]]) -> str:
+    """The source column a CDC table's changes are ordered by, "" for the source position."""
+    return next(((meta or {}).get(SEQUENCE_METADATA, "") for name, meta in fields if name == SEQUENCE), "")
 
 
 def quoted(name: str, dialect: Dialect) -> str:

@@ -3,7 +3,8 @@
 Bronze keeps each change raw; the silver apply reads it again with the same function bronze
 judged it with (pipeline/cdc/debezium_envelope.py), so both agree on its table, op, sequence and
 key, and on why it cannot be applied. A row bronze accepted can still be refused here when the
-keys it was judged with differ (bronze and silver run with other `--cdc-keys`).
+keys or sequence columns it was judged with differ (bronze and silver run with other `--cdc-keys`
+or `--cdc-sequence`).
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ KEY_SEPARATOR = ","
 class ChangeReader:
     """Picklable callable for `mapInArrow` over READ_COLUMNS: the same columns, then CHANGE_FIELDS."""
 
-    def __init__(self, declared_keys: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(
+        self, declared_keys: Mapping[str, tuple[str, ...]], declared_sequences: Mapping[str, str] | None = None
+    ) -> None:
         self.declared_keys = dict(declared_keys)
+        self.declared_sequences = dict(declared_sequences or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_imported_objects()
@@ -77,13 +81,13 @@ class ChangeReader:
 
     def _change(self, payload: str | None, key: bytes | None) -> Change | tuple[str, str]:
         try:
-            return _read(json.loads(payload or "null"), record_key(key), self.declared_keys)
+            return _read(json.loads(payload or "null"), record_key(key), self.declared_keys, self.declared_sequences)
         except Exception as error:  # noqa: BLE001 - a record must not stop the stream
             return "unprocessable", f"stage silver_parse: {type(error).__name__}: {str(error)[:200]}"
 
 
-def _read(value, key, declared_keys) -> Change | tuple[str, str]:
-    change = read_change(value, key, declared_keys) if isinstance(value, dict) else None
+def _read(value, key, declared_keys, declared_sequences) -> Change | tuple[str, str]:
+    change = read_change(value, key, declared_keys, declared_sequences) if isinstance(value, dict) else None
     if change is None:
         return "unprocessable", "stage silver_parse: the bronze payload is not a JSON object"
     if isinstance(change, Change):

@@ -22,17 +22,30 @@ texts compares the positions (`pg:` never meets `my:`: one table comes from one 
 - Anything else: the source timestamp (`ts_ns`, `ts_us` or `ts_ms`), the finest given. Two
   changes of one key within one tick are then in arrival order inside a batch, and across
   batches the first applied stays.
+
+A table declared with `--cdc-sequence TABLE=COL` is ordered by its own column instead (DLT's
+`sequence_by`): the column's value in the change's row image, then the source position for
+changes with equal values. Numbers (to 1e-9) and ISO-8601 timestamps (as UTC instants) compare
+as values, other text as text; `by:` never meets a position prefix, and a table's ordering is
+fixed when its silver table is created.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 SNAPSHOT_FLAGS = frozenset({"true", "first", "first_in_data_collection", "last_in_data_collection", "last"})
 """`source.snapshot` of rows an initial (or blocking) snapshot read; `incremental` rows are read
 at their place in the stream and ordered by their position like any change."""
 _DIGITS = re.compile(r"\d+")
+COLUMN_PREFIX = "by:"
+NUMBER_DIGITS = 40
+NUMBER_SCALE = 10**9
+"""Numbers are ordered as integers of nanounits, written in NUMBER_DIGITS digits."""
+ISO_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 
 
 class NoPosition(ValueError):
@@ -54,6 +67,45 @@ def change_sequence(source: dict[str, Any], op: str) -> str:
         commit = _number(source, "commit_scn", _number(source, "scn", 0))
         return f"or:{commit:025d}:{phase}:{_number(source, 'scn', 0):025d}"
     return _timestamp(source)
+
+
+def column_sequence(value: Any, position: str) -> str:
+    """The sequence of a change of a table ordered by one of its columns: the column's `value`
+    as sortable text, then the change's source `position` for equal values."""
+    return f"{COLUMN_PREFIX}{_sortable(value)}:{position}"
+
+
+def _sortable(value: Any) -> str:
+    """`value` as text whose order is the value's: numbers (`n`/`p` by sign, fixed width), then
+    text (`t`); ISO-8601 timestamps become numbers (UTC microseconds since the epoch)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+        raise NoPosition("is not a number, a timestamp or text")
+    if isinstance(value, str):
+        instant = _instant(value)
+        if instant is None:
+            return "t" + value
+        value = instant
+    try:
+        scaled = int(Decimal(str(value)) * NUMBER_SCALE)
+    except (InvalidOperation, ValueError, OverflowError) as error:
+        raise NoPosition("is not a finite number") from error
+    if abs(scaled) >= 10**NUMBER_DIGITS:
+        raise NoPosition("is too large to order")
+    return f"p{scaled:0{NUMBER_DIGITS}d}" if scaled >= 0 else f"n{10**NUMBER_DIGITS + scaled:0{NUMBER_DIGITS}d}"
+
+
+def _instant(text: str) -> int | None:
+    """Microseconds since the epoch of an ISO-8601 timestamp (UTC when it names no zone)."""
+    if not ISO_TIMESTAMP.match(text):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _postgres(source: dict[str, Any], phase: int) -> str:

@@ -16,6 +16,9 @@ pipeline/cdc/change_sequence.py) and `ts_ms` (when Debezium read it).
 - The **key** columns come from `--cdc-keys` when the table is declared there, else from the
   record key's fields (Debezium keys a table's topic by its primary key); their values are the
   image's. A table with neither has no key, and its changes cannot be applied.
+- The **sequence** is the change's source position (pipeline/cdc/change_sequence.py), or, for a
+  table declared with `--cdc-sequence`, its column's value in the image, then the position. A
+  truncate carries no row, so it cannot be ordered among such a table's changes.
 
 Pure functions over parsed JSON: the bronze classifier and the silver apply call the same ones,
 so both judge a record alike.
@@ -27,14 +30,15 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, TypeVar
 
-from streamops.pipeline.cdc.change_sequence import NoPosition, change_sequence
+from streamops.pipeline.cdc.change_sequence import NoPosition, change_sequence, column_sequence
 
 Op = Literal["c", "u", "d", "r", "t"]
 OPS: tuple[str, ...] = ("c", "u", "d", "r", "t")
 UPSERT_OPS = frozenset({"c", "u", "r"})
 TRUNCATE_KEY = ""
+Declared = TypeVar("Declared")
 """The key text of a truncate, which concerns the whole table (a real key text is a JSON array)."""
 
 
@@ -86,10 +90,14 @@ def unwrap(document: Any) -> Any:
 
 
 def read_change(
-    value: dict[str, Any], record_key: Any = None, declared_keys: Mapping[str, tuple[str, ...]] | None = None
+    value: dict[str, Any],
+    record_key: Any = None,
+    declared_keys: Mapping[str, tuple[str, ...]] | None = None,
+    declared_sequences: Mapping[str, str] | None = None,
 ) -> Change | Rejected:
     """The change `value` (a parsed Debezium value) describes, or why it cannot be applied.
-    `record_key`: the Kafka record key, parsed (None for a landing file's line or no key)."""
+    `record_key`: the Kafka record key, parsed (None for a landing file's line or no key);
+    `declared_sequences`: table -> the column it is ordered by (`--cdc-sequence`)."""
     envelope = unwrap(value)
     if not isinstance(envelope, dict):
         return Rejected("cdc_not_a_change", "the Connect `payload` is not a JSON object")
@@ -107,13 +115,32 @@ def read_change(
         return Rejected("cdc_missing_position", f"{missing}: cannot order the change", table)
     source_ms = source.get("ts_ms") if type(source.get("ts_ms")) is int else None
     key_fields = _key_fields(unwrap(record_key))
+    ordered_by = declared_for(declared_sequences or {}, table)
     if op == "t":
+        if ordered_by is not None:
+            return Rejected(
+                "cdc_missing_sequence",
+                f"a truncate carries no `{ordered_by}` (--cdc-sequence of `{table}`) to order it by: empty the "
+                "silver table by hand if it must be",
+                table,
+            )
         return Change(table, op, sequence, (), TRUNCATE_KEY, None, source_ms)
     image = _image(envelope, op, key_fields)
     if image is None:
         wanted = "`before`" if op == "d" else "`after`"
         return Rejected("cdc_not_a_change", f"op `{op}` without its {wanted} row image", table)
-    columns = declared_key(declared_keys or {}, table) or tuple(key_fields or ())
+    if ordered_by is not None:
+        try:
+            sequence = column_sequence(image.get(ordered_by), sequence)
+        except NoPosition as unusable:
+            hint = " (PostgreSQL sends every column of a deleted row with REPLICA IDENTITY FULL)" if op == "d" else ""
+            return Rejected(
+                "cdc_missing_sequence",
+                f"`{ordered_by}` (--cdc-sequence of `{table}`) {'is missing or null' if image.get(ordered_by) is None else unusable}"
+                f" in the change's row image{hint}",
+                table,
+            )
+    columns = declared_for(declared_keys or {}, table) or tuple(key_fields or ())
     if not columns:
         return Rejected(
             "cdc_missing_key",
@@ -137,12 +164,12 @@ def table_name(source: dict[str, Any]) -> str | None:
     return f"{namespace}.{table}" if isinstance(namespace, str) and namespace else table
 
 
-def declared_key(keys: Mapping[str, tuple[str, ...]], table: str) -> tuple[str, ...] | None:
-    """The key `--cdc-keys` declares for `table`: by its full name, else by its bare name (the
-    part after the last dot), which names the table in any schema."""
-    if table in keys:
-        return keys[table]
-    return keys.get(table.rsplit(".", 1)[-1])
+def declared_for(declared: Mapping[str, Declared], table: str) -> Declared | None:
+    """What `--cdc-keys` or `--cdc-sequence` declares for `table`: by its full name, else by its
+    bare name (the part after the last dot), which names the table in any schema."""
+    if table in declared:
+        return declared[table]
+    return declared.get(table.rsplit(".", 1)[-1])
 
 
 def _key_fields(key: Any) -> dict[str, Any] | None:

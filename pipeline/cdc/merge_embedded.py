@@ -181,7 +181,7 @@ def _merge_current(
     commit: BatchCommitInfo,
 ) -> tuple[dict[str, Any], int | None]:
     schema = _columns(row_schema, tables.CURRENT_EXTRA)
-    table = _opened(target.current, target.keyed(schema), tables.CDC_TABLE_CONFIGURATION, commit)
+    table = _opened(target.current, target.marked(schema), tables.CDC_TABLE_CONFIGURATION, commit)
     if table is None:
         return {}, None
     predicates = tables.current_predicates(DIALECT)
@@ -242,7 +242,7 @@ def _merge_history(
 ) -> int:
     assert target.history is not None
     schema = _columns(row_schema, tables.HISTORY_EXTRA)
-    table = _opened(target.history, target.keyed(schema), tables.CDC_TABLE_CONFIGURATION, commit)
+    table = _opened(target.history, target.marked(schema), tables.CDC_TABLE_CONFIGURATION, commit)
     if table is None:
         return 0
     source_schema = _columns(row_schema, tables.HISTORY_EXTRA, tables.HISTORY_HELPERS)

@@ -7,12 +7,12 @@ Then, in the embedded apply's order (history, deleted keys, current state), one 
 per table, each txn-idempotent for (stream, batch id). delta-spark takes a MERGE's txn and commit
 metadata from session settings (`spark.databricks.delta.write.txnAppId`, `txnVersion`,
 `commitInfo.userMetadata`), which every query of the session shares: the MERGEs of all tables
-and groups of this process take turns under one lock.
+and groups of this process, and the commits that carry no identity of their own, take turns
+under one lock (pipeline/delta_connector/session_commits.py).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from streamops.pipeline.cdc.change_apply import (
 )
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
+from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.lake_tables import table_access
 from streamops.storage.location import Location
 
@@ -49,8 +50,6 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MARKER = "_cdc_marker"
 HELD = "_cdc_held"
-_merging = threading.Lock()
-"""Held while a MERGE's session settings are set: they are the whole session's."""
 
 
 def apply_native(
@@ -192,7 +191,7 @@ def _history(
 @contextmanager
 def _batch_identity(spark: SparkSession, commit: BatchCommitInfo) -> Iterator[None]:
     """The session settings that make a delta-spark MERGE carry the batch's txn and identity."""
-    with _merging:
+    with SESSION_COMMITS:
         spark.conf.set(TXN_APP_ID, commit.stream)
         spark.conf.set(TXN_VERSION, str(commit.batch_id))
         spark.conf.set(USER_METADATA, commit.to_user_metadata())
@@ -210,20 +209,22 @@ def _done(table: Location, commit: BatchCommitInfo) -> bool:
     return version is not None and version >= commit.batch_id
 
 
-def _create(spark: SparkSession, table: Location, schema: StructType, keys: tuple[str, ...], cdf: bool) -> None:
+def _create(
+    spark: SparkSession, table: Location, schema: StructType, target: tables.CdcTarget | None, cdf: bool
+) -> None:
+    """Create `table` unless it exists; its columns marked as `target` says (None: unmarked)."""
     from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql.types import StructField, StructType
 
     if is_table(table):
         return
     fields = [
-        StructField(f.name, f.dataType, True, {tables.KEY_METADATA: str(keys.index(f.name))} if f.name in keys else {})
-        for f in schema.fields
+        StructField(f.name, f.dataType, True, target.column_metadata(f.name) if target else {}) for f in schema.fields
     ]
     builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(StructType(fields))
     for key, value in (tables.CDC_TABLE_CONFIGURATION if cdf else TABLE_CONFIGURATION).items():
         builder = builder.property(key, value)
-    with table_access(table, "create"):
+    with SESSION_COMMITS, table_access(table, "create"):
         builder.execute()
 
 
@@ -249,7 +250,7 @@ def _merge_current(
 
     columns = [c for c in current.columns if c not in tables.CURRENT_EXTRA] + list(tables.CURRENT_EXTRA)
     source = current.select(*columns)
-    _create(spark, target.current, source.schema, target.keys, cdf=True)
+    _create(spark, target.current, source.schema, target, cdf=True)
     if _done(target.current, commit):
         return {"inserted": 0, "updated": 0, "deleted": 0, "silver_version": None}
     before = open_table(target.current).version()
@@ -276,7 +277,7 @@ def _merge_deleted_keys(
     from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), (), cdf=False)
+    _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
     if _done(table, commit):
         return
     predicates = tables.deleted_keys_predicates(DIALECT)
@@ -310,7 +311,7 @@ def _merge_history(
     assert target.history is not None
     own = [c for c in history.columns if c not in tables.HISTORY_EXTRA and c not in tables.HISTORY_HELPERS]
     columns = own + list(tables.HISTORY_EXTRA)
-    _create(spark, target.history, history.select(*columns).schema, target.keys, cdf=True)
+    _create(spark, target.history, history.select(*columns).schema, target, cdf=True)
     if _done(target.history, commit):
         return 0
     _add_columns(spark, target.history, history.select(*columns))
@@ -338,4 +339,5 @@ def _add_columns(spark: SparkSession, table: Location, rows: DataFrame) -> None:
     present = set(spark.read.format("delta").load(str(table)).columns)
     if set(rows.columns) <= present:
         return
-    rows.limit(0).write.format("delta").mode("append").option("mergeSchema", "true").save(str(table))
+    with SESSION_COMMITS:
+        rows.limit(0).write.format("delta").mode("append").option("mergeSchema", "true").save(str(table))

@@ -29,6 +29,7 @@ from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
+from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
@@ -176,7 +177,8 @@ class NativeDelta:
         builder = builder.addColumns(from_arrow_schema(schema))
         for key, value in TABLE_CONFIGURATION.items():
             builder = builder.property(key, value)
-        builder.execute()
+        with SESSION_COMMITS:
+            builder.execute()
 
     def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         if data.num_rows == 0:

@@ -15,8 +15,9 @@ variation's rows are quarantined and alerted ("quarantine"), or the group stops 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Callable, Literal
 
 from streamops.lake_layout import LakeLayout, silver_stream
 from streamops.pipeline.batch_context import batch_commit_info
@@ -82,19 +83,10 @@ class SilverSettings:
     available_now: bool = False
 
 
-class GroupWriter(Protocol):
+class GroupWriter(ABC):
     """The foreachBatch function of a group's stream: event tables (SilverGroupWriter) or CDC
-    tables (pipeline/cdc/cdc_stream.py's CdcGroupWriter)."""
-
-    group: str
-    stream: str
-    settings: SilverSettings
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None: ...
-
-
-class SilverGroupWriter:
-    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
+    tables (pipeline/cdc/cdc_stream.py's CdcGroupWriter). Both read the group's schemas as of the
+    batch, skip a batch before the group has any, and write each commit with the batch's identity."""
 
     def __init__(
         self,
@@ -115,7 +107,6 @@ class SilverGroupWriter:
         self.events = events
         self.on_policy_stop = on_policy_stop
         self._schemas = GroupSchemas(lake.schema_registry, lake.event_groups, group, settings.types_per_group)
-        self._routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
 
     def schemas(self) -> dict[str, SilverSchema]:
         """Applied schema of every event type this group serves, as of now."""
@@ -125,8 +116,35 @@ class SilverGroupWriter:
         schemas = self.schemas()
         if not schemas:
             return
-        commit = batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
-        self.events.silver_committed(self.write(df, schemas, commit), schemas)
+        self.process(
+            df, schemas, batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
+        )
+
+    @abstractmethod
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        """Write the batch's rows and report what was written to `self.events`."""
+
+    def policy_stop(self, alerts: list[SchemaAlert], fix: str) -> IncompatibleSchemaError:
+        """The fail_group stop for `alerts` (already written), told to `on_policy_stop`; the caller raises it."""
+        stop = IncompatibleSchemaError(
+            f"group `{self.group}` stopped on an incompatible schema change "
+            f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+            f"then restart it with on_incompatible=rescue or {fix}",
+            self.stream,
+        )
+        if self.on_policy_stop is not None:
+            self.on_policy_stop(stop)
+        return stop
+
+
+class SilverGroupWriter(GroupWriter):
+    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
+
+    _routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
+    """The routing expressions of the schemas last seen (rebuilt when the schemas change)."""
+
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
 
     def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
         if self._routes is None or self._routes[0] is not schemas:
@@ -167,15 +185,7 @@ class SilverGroupWriter:
                 self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
             )
         if report.halted:
-            stop = IncompatibleSchemaError(
-                f"group `{self.group}` stopped on an incompatible schema change "
-                f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
-                "then restart it with on_incompatible=rescue or fix the producer",
-                self.stream,
-            )
-            if self.on_policy_stop is not None:
-                self.on_policy_stop(stop)
-            raise stop
+            raise self.policy_stop(alerts, "fix the producer")
         written = {t: report.tables[t] for t in schemas if t in report.tables and report.rows(t)}
         return SilverBatchResult(
             group=self.group,

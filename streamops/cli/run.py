@@ -125,6 +125,11 @@ def _add_cdc_options(run: argparse.ArgumentParser) -> None:
         "default: the fields of the Kafka record key Debezium writes",
     )  # fmt: skip
     cdc.add_argument(
+        "--cdc-sequence", action="append", default=[], metavar="TABLE=COL",
+        help="order a source table's changes by one of its columns (a number or a timestamp, e.g. updated_at; "
+        "DLT's sequence_by) instead of the database's log position, which breaks ties (repeat per table)",
+    )  # fmt: skip
+    cdc.add_argument(
         "--cdc-history", action="store_true",
         help="also keep each table's SCD type 2 history in silver/<table>__history (__valid_from/__valid_to)",
     )  # fmt: skip
@@ -132,14 +137,19 @@ def _add_cdc_options(run: argparse.ArgumentParser) -> None:
 
 def _cdc_settings(args: argparse.Namespace):
     """The CDC settings the flags describe, or None without --cdc."""
-    from streamops.pipeline.cdc.cdc_settings import CdcSettings, parse_cdc_keys
+    from streamops.pipeline.cdc.cdc_settings import CdcSettings, parse_cdc_keys, parse_cdc_sequences
     from streamops.pipeline.exceptions import PipelineConfigError
 
     if args.cdc is None:
-        if args.cdc_keys or args.cdc_history:
-            raise PipelineConfigError("--cdc-keys and --cdc-history need --cdc debezium")
+        if args.cdc_keys or args.cdc_sequence or args.cdc_history:
+            raise PipelineConfigError("--cdc-keys, --cdc-sequence and --cdc-history need --cdc debezium")
         return None
-    return CdcSettings(format=args.cdc, keys=parse_cdc_keys(args.cdc_keys), history=args.cdc_history)
+    return CdcSettings(
+        format=args.cdc,
+        keys=parse_cdc_keys(args.cdc_keys),
+        sequences=parse_cdc_sequences(args.cdc_sequence),
+        history=args.cdc_history,
+    )
 
 
 def _kafka_input(args: argparse.Namespace):

@@ -8,10 +8,12 @@ import json
 
 import pytest
 from cdc_landing import recorded
+from hypothesis import given
+from hypothesis import strategies as st
 
-from streamops.pipeline.cdc.cdc_settings import parse_cdc_keys
-from streamops.pipeline.cdc.change_sequence import change_sequence
-from streamops.pipeline.cdc.debezium_envelope import Change, Rejected, declared_key, read_change, table_name, unwrap
+from streamops.pipeline.cdc.cdc_settings import parse_cdc_keys, parse_cdc_sequences
+from streamops.pipeline.cdc.change_sequence import change_sequence, column_sequence
+from streamops.pipeline.cdc.debezium_envelope import Change, Rejected, declared_for, read_change, table_name, unwrap
 from streamops.pipeline.exceptions import PipelineConfigError
 
 PG = {"connector": "postgresql", "schema": "public", "table": "t", "db": "shop", "ts_ms": 1_700_000_000_123}
@@ -123,9 +125,9 @@ def test_the_table_is_named_within_its_database():
 
 def test_a_declared_key_names_a_table_fully_or_barely():
     keys = {"public.orders": ("id",), "lines": ("order_id", "line")}
-    assert declared_key(keys, "public.orders") == ("id",)
-    assert declared_key(keys, "sales.lines") == ("order_id", "line")
-    assert declared_key(keys, "public.customers") is None
+    assert declared_for(keys, "public.orders") == ("id",)
+    assert declared_for(keys, "sales.lines") == ("order_id", "line")
+    assert declared_for(keys, "public.customers") is None
 
 
 def test_cdc_keys_flags():
@@ -209,3 +211,59 @@ def test_a_change_without_a_position_cannot_be_ordered():
     for source in ({"connector": "postgresql"}, {"connector": "mysql", "pos": 4}, {"connector": "other"}):
         found = read_change({"op": "c", "after": {"id": 1}, "source": {**source, "table": "t"}}, {"id": 1})
         assert isinstance(found, Rejected) and found.reason == "cdc_missing_position"
+
+
+ORDERED = {"public.t": "updated_at"}
+
+
+def ordered_at(value, lsn: int = 1) -> str:
+    """The sequence of an update of row 1 whose `updated_at` is `value`, at log position `lsn`."""
+    row = {"id": 1, "updated_at": value}
+    found = read_change(
+        change("u", after=row, lsn=lsn, sequence=f'["{lsn - 1}","{lsn}"]'), None, {"t": ("id",)}, ORDERED
+    )
+    assert isinstance(found, Change), found
+    return found.sequence
+
+
+def test_a_table_ordered_by_its_column_sorts_by_the_value_then_the_position():
+    assert ordered_at(5, lsn=100) > ordered_at(3, lsn=200), "the value decides, not the log"
+    assert ordered_at(5, lsn=200) > ordered_at(5, lsn=100), "equal values: the log position"
+    numbers = [-(10**12), -2.5, -1, 0, 0.000000001, 7, 10**12]
+    assert [ordered_at(n) for n in numbers] == sorted(ordered_at(n) for n in numbers)
+    stamps = ["2026-11-26T10:00:00Z", "2026-11-26T10:00:00.5Z", "2026-11-26T11:00:01+01:00", "2026-11-26 10:00:02"]
+    assert [ordered_at(s) for s in stamps] == sorted(ordered_at(s) for s in stamps), "instants, not their text"
+    assert ordered_at("b") > ordered_at("a", lsn=9) > ordered_at(10**20), "text after numbers"
+
+
+@given(st.lists(st.one_of(st.integers(-(10**25), 10**25), st.floats(-1e20, 1e20, allow_nan=False)), min_size=2))
+def test_numbers_sort_as_their_values(values):
+    texts = [column_sequence(v, "pg:1") for v in sorted(values)]
+    assert texts == sorted(texts)
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [
+        (change("d", before={"id": 1}, lsn=3), "missing or null in the change's row image (PostgreSQL sends every"),
+        (change("u", after={"id": 1, "updated_at": True}, lsn=3), "is not a number, a timestamp or text"),
+        (change("u", after={"id": 1, "updated_at": [1]}, lsn=3), "is not a number, a timestamp or text"),
+        (change("c", after={"id": 1, "updated_at": 1e400}, lsn=3), "is not a finite number"),
+        (change("t", lsn=3), "a truncate carries no `updated_at` (--cdc-sequence of `public.t`)"),
+    ],
+)
+def test_a_change_without_a_usable_sequence_value_says_why(value, detail):
+    found = read_change(value, None, {"t": ("id",)}, ORDERED)
+    assert isinstance(found, Rejected) and found.reason == "cdc_missing_sequence" and detail in found.detail
+
+
+def test_sequence_declarations_parse_or_say_what_is_wrong():
+    assert parse_cdc_sequences(["public.orders=updated_at", "lines = version"]) == {
+        "public.orders": "updated_at",
+        "lines": "version",
+    }
+    for bad in ("orders", "orders=", "=updated_at", "orders=a,b"):
+        with pytest.raises(PipelineConfigError, match="--cdc-sequence takes TABLE=COL"):
+            parse_cdc_sequences([bad])
+    with pytest.raises(PipelineConfigError, match="names table `a` twice"):
+        parse_cdc_sequences(["a=x", "a=y"])

@@ -4,37 +4,21 @@ changes arrive in or how often they arrive."""
 
 from __future__ import annotations
 
+import json
 import random
-from pathlib import Path
 
 import pytest
-from cdc_landing import COLUMNS, DATABASE, KEYS, RECORDINGS, current_rows, land, recorded, values
+from cdc_landing import COLUMNS, DATABASE, KEYS, RECORDINGS, current_rows, drain, land, recorded, values
 
 from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.delta.read import read_delta
 from streamops.lake_layout import LakeLayout
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.cdc.cdc_stream import CdcGroupWriter
+from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.event_groups import EventGroupsReader
 from streamops.pipeline.silver.silver_stream import SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
-from streamops.storage.location import Location
-
-
-def drain(spark, lake: LakeLayout, landing: Path, connector, history: bool = False, keys=KEYS, files: int = 2):
-    """Everything landed, through bronze and silver, `files` landing (then bronze) files a batch."""
-    settings = PipelineSettings(
-        lake=lake,
-        landing=Location.local(landing),
-        trigger_seconds=1.0,
-        bronze_max_files=files,
-        silver=SilverSettings(max_files_per_trigger=files, types_per_group=2),
-        cdc=CdcSettings(keys=keys, history=history),
-    )
-    report = Supervisor(spark, settings, connector, Unmonitored(), log=lambda line: None).run_until_idle()
-    assert report.failures == {}
-    return report
 
 
 @pytest.mark.parametrize("recording", RECORDINGS)
@@ -130,3 +114,44 @@ def test_history_holds_every_version_with_its_validity(spark, connector, tmp_pat
     (mark,) = [m["sequence"] for m in truncate if m["key"] == ""]
     before = [r for r in lines if r["__valid_from"] < mark]
     assert before and all(r["__valid_to"] is not None and r["__valid_to"] <= mark for r in before)
+
+
+PRICES_KEYS = {"public.prices": ("sku",)}
+
+
+def price_change(op: str, lsn: int, row: dict | None, before: dict | None = None) -> str:
+    source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "prices", "lsn": lsn}
+    source |= {"sequence": f'["{lsn - 1}","{lsn}"]', "ts_ms": 1_795_000_000_000 + lsn}
+    return json.dumps({"op": op, "before": before, "after": row, "source": source, "ts_ms": 1_795_000_000_900 + lsn})
+
+
+def test_a_table_ordered_by_its_column_keeps_the_newest_value_whatever_the_log_order(spark, connector, tmp_path):
+    """A backfill writes old versions of rows after newer ones: ordered by `updated_at`
+    (--cdc-sequence), they change nothing; a delete that does not carry the column cannot be
+    ordered and is quarantined with its reason, not applied out of order."""
+    land(tmp_path / "landing", "changes-1.ndjson", [
+        price_change("c", 10, {"sku": "a", "price": 1.0, "updated_at": "2026-11-26T10:00:00Z"}),
+        price_change("c", 11, {"sku": "b", "price": 2.0, "updated_at": "2026-11-26T10:00:00Z"}),
+        price_change("u", 12, {"sku": "a", "price": 3.0, "updated_at": "2026-11-26T12:00:00Z"}),
+    ])  # fmt: skip
+    land(tmp_path / "landing", "changes-2.ndjson", [
+        price_change("u", 20, {"sku": "a", "price": 2.0, "updated_at": "2026-11-26T11:00:00Z"}),
+        price_change("u", 21, {"sku": "b", "price": 5.0, "updated_at": "2026-11-26T10:30:00Z"}),
+        price_change("d", 22, None, before={"sku": "b"}),
+    ])  # fmt: skip
+    lake = LakeLayout.at(tmp_path / "lake")
+    sequences = {"prices": "updated_at"}
+    drain(spark, lake, tmp_path / "landing", connector, keys=PRICES_KEYS, files=1, sequences=sequences)
+    assert current_rows(lake, "public.prices", ("sku", "price")) == {("a", 3.0), ("b", 5.0)}
+    quarantined = read_delta(lake.bronze_quarantine, columns=["reason", "detail"]).to_pylist()
+    assert [q["reason"] for q in quarantined] == ["cdc_missing_sequence"], quarantined
+    assert "REPLICA IDENTITY FULL" in quarantined[0]["detail"]
+
+    [group] = EventGroupsReader(lake.event_groups).read().groups
+    unordered = CdcGroupWriter(
+        lake, connector, group, SilverSettings(types_per_group=2), CdcSettings(keys=PRICES_KEYS), Unmonitored()
+    )
+    with pytest.raises(
+        PipelineConfigError, match=r"ordered by `updated_at` \(--cdc-sequence\) in the lake, but this run"
+    ):
+        unordered.table_keys(spark.createDataFrame([], "event_type string"), unordered.schemas())

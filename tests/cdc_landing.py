@@ -1,5 +1,6 @@
-"""Debezium change events recorded from a real PostgreSQL (fixtures/debezium/), landed as files,
-and the tables they must become: for the CDC tests that run the pipeline on landing files.
+"""Debezium change events recorded from a real PostgreSQL (pipeline/fixtures/debezium/), landed as
+files, the tables they must become, and the pipeline run over them: for the CDC tests that run
+the pipeline on landing files (and the console's, which read the lake such a run wrote).
 
 The recordings are what Debezium 3.6.1's PostgreSQL connector wrote to Kafka for one session of
 changes (tests/debezium_connect.py with tests/postgres_server.py), with Kafka Connect's
@@ -17,8 +18,13 @@ from pathlib import Path
 
 from streamops.delta.read import is_table, read_delta
 from streamops.lake_layout import LakeLayout
+from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.supervisor import PipelineSettings, RunReport, Supervisor
+from streamops.storage.location import Location
 
-FIXTURES = Path(__file__).parent / "fixtures" / "debezium"
+FIXTURES = Path(__file__).parent / "pipeline" / "fixtures" / "debezium"
 RECORDINGS = ("postgres-wrapped.jsonl", "postgres-plain.jsonl")
 KEYS = {"public.customers": ("id",), "public.order_lines": ("order_id", "line"), "public.notes": ("author",)}
 """The keys a landing file cannot carry (it holds values only): declared as --cdc-keys would."""
@@ -64,3 +70,27 @@ def current_rows(lake: LakeLayout, table: str, columns: tuple[str, ...] | None =
         return set()
     wanted = list(columns or COLUMNS[table])
     return {tuple(row[c] for c in wanted) for row in read_delta(location, columns=wanted).to_pylist()}
+
+
+def drain(
+    spark,
+    lake: LakeLayout,
+    landing: Path,
+    connector,
+    history: bool = False,
+    keys=KEYS,
+    files: int = 2,
+    sequences: dict[str, str] | None = None,
+) -> RunReport:
+    """Everything landed, through bronze and silver, `files` landing (then bronze) files a batch."""
+    settings = PipelineSettings(
+        lake=lake,
+        landing=Location.local(landing),
+        trigger_seconds=1.0,
+        bronze_max_files=files,
+        silver=SilverSettings(max_files_per_trigger=files, types_per_group=2),
+        cdc=CdcSettings(keys=keys, sequences=sequences or {}, history=history),
+    )
+    report = Supervisor(spark, settings, connector, Unmonitored(), log=lambda line: None).run_until_idle()
+    assert report.failures == {}
+    return report
