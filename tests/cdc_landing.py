@@ -14,8 +14,13 @@ whose type changed from integer to text; `notes` has no primary key (REPLICA IDE
 from __future__ import annotations
 
 import json
+from dataclasses import astuple
 from pathlib import Path
 
+from streamops.checkpoint_tools.correlation import correlate
+from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose
+from streamops.checkpoint_tools.doctor_context import DoctorSettings
+from streamops.checkpoint_tools.text_report import correlation_text
 from streamops.delta.read import is_table, read_delta
 from streamops.lake_layout import LakeLayout
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
@@ -94,3 +99,37 @@ def drain(
     report = Supervisor(spark, settings, connector, Unmonitored(), log=lambda line: None).run_until_idle()
     assert report.failures == {}
     return report
+
+
+def assert_batches_tie_to_their_merges(lake: LakeLayout) -> None:
+    """`checkpoint correlate` ties each CDC batch to its MERGE commits by txn identity, with the
+    rows each inserted, updated and deleted (not the rows of the files it rewrote), as
+    `_system/cdc_applies` records them; the doctor finds nothing wrong with a batch that writes
+    several tables."""
+    applies = read_delta(lake.cdc_applies).to_pylist()
+    assert {a["table"] for a in applies} == set(DATABASE)
+    merges = 0
+    for stream in sorted({a["stream"] for a in applies}):
+        correlation = correlate(lake.checkpoint(stream), lake=lake)
+        assert {
+            str(lake.silver(t)) for t in DATABASE if any(a["stream"] == stream and a["table"] == t for a in applies)
+        } <= {str(t) for t in correlation.sink_tables}
+        by_batch = {b.batch.batch_id: b for b in correlation.batches}
+        for apply in (a for a in applies if a["stream"] == stream):
+            commits = [c for c in by_batch[apply["batch_id"]].sink_commits if c.table == lake.silver(apply["table"])]
+            changed = (apply["inserted"], apply["updated"], apply["deleted"])
+            if not any(changed):  # a MERGE that changed nothing: delta-rs makes no commit, delta-spark an empty one
+                assert all(astuple(c.changes) == (0, 0, 0) for c in commits), (apply, commits)
+                continue
+            assert len(commits) == 1, (apply, commits)
+            [merge] = commits
+            assert merge.version == apply["silver_version"] and merge.matched_by == "txn"
+            assert merge.operation == "MERGE" and merge.rows is None
+            assert astuple(merge.changes) == changed, (apply, merge)
+            merges += 1
+        text = correlation_text(correlation)
+        assert "(MERGE +" in text and "(None)" not in text
+        [target] = checkpoint_targets([lake.checkpoint(stream)], lake=lake)
+        diagnosis = diagnose(target, DoctorSettings())
+        assert [f.code for f in diagnosis.findings if f.severity == "error"] == [], diagnosis.findings
+    assert merges >= len(DATABASE)

@@ -8,7 +8,18 @@ import json
 import random
 
 import pytest
-from cdc_landing import COLUMNS, DATABASE, KEYS, RECORDINGS, current_rows, drain, land, recorded, values
+from cdc_landing import (
+    COLUMNS,
+    DATABASE,
+    KEYS,
+    RECORDINGS,
+    assert_batches_tie_to_their_merges,
+    current_rows,
+    drain,
+    land,
+    recorded,
+    values,
+)
 
 from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.delta.read import read_delta
@@ -41,7 +52,8 @@ def history_rows(lake: LakeLayout, table: str) -> list[dict]:
 def test_out_of_order_and_repeated_changes_over_many_batches(spark, connector, tmp_path):
     """Shuffled across five files (five batches), some sent twice: late updates of deleted rows,
     changes older than a truncate and repeats all change nothing. Without the type change of
-    order_lines.qty, whose first arrival would decide the column's type."""
+    order_lines.qty, whose first arrival would decide the column's type. The checkpoint tools
+    read the batches' MERGEs back."""
     lines = [line for line in values(recorded("postgres-plain.jsonl")) if '"seven"' not in line]
     random.Random(31).shuffle(lines)
     repeated = random.Random(32).sample(lines, 8)
@@ -57,6 +69,7 @@ def test_out_of_order_and_repeated_changes_over_many_batches(spark, connector, t
         assert open_versions == rows, f"{table}: the history's open versions are the current state"
     applies = read_delta(lake.cdc_applies).to_pylist()
     assert len({r["batch_id"] for r in applies}) >= 4 and sum(r["ignored"] for r in applies) > 0
+    assert_batches_tie_to_their_merges(lake)
 
 
 def test_a_replayed_batch_and_repeated_changes_change_nothing(spark, connector, tmp_path):
