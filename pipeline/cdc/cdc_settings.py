@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 from streamops.lake_layout import is_valid_event_type
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -32,28 +32,38 @@ class CdcSettings:
 
 def parse_cdc_keys(values: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """`TABLE=COL[,COL]` flags -> {table: columns}; a malformed one is a one-line error."""
-    keys: dict[str, tuple[str, ...]] = {}
-    for value in values:
-        table, sep, columns = value.partition("=")
-        names = tuple(c.strip() for c in columns.split(","))
-        if not sep or not is_valid_event_type(table.strip()) or not all(names):
-            raise PipelineConfigError(
-                f"--cdc-keys takes TABLE=COL[,COL] (e.g. public.orders=order_id,line), got `{value}`"
-            )
-        if table.strip() in keys:
-            raise PipelineConfigError(f"--cdc-keys names table `{table.strip()}` twice: give its key once")
-        keys[table.strip()] = names
-    return keys
+
+    def columns(text: str) -> tuple[str, ...] | None:
+        names = tuple(c.strip() for c in text.split(","))
+        return names if all(names) else None
+
+    return _per_table(values, "--cdc-keys", "TABLE=COL[,COL] (e.g. public.orders=order_id,line)", "key", columns)
 
 
 def parse_cdc_sequences(values: Iterable[str]) -> dict[str, str]:
     """`TABLE=COL` flags -> {table: column}; a malformed one is a one-line error."""
-    sequences: dict[str, str] = {}
+
+    def column(text: str) -> str | None:
+        return text.strip() if text.strip() and "," not in text else None
+
+    return _per_table(values, "--cdc-sequence", "TABLE=COL (e.g. public.orders=updated_at)", "column", column)
+
+
+Parsed = TypeVar("Parsed")
+
+
+def _per_table(
+    values: Iterable[str], flag: str, form: str, what: str, parse: Callable[[str], Parsed | None]
+) -> dict[str, Parsed]:
+    """`TABLE=...` flags, once per table, each right side read by `parse` (None: malformed)."""
+    found: dict[str, Parsed] = {}
     for value in values:
-        table, sep, column = (part.strip() for part in value.partition("="))
-        if not sep or not is_valid_event_type(table) or not column or "," in column:
-            raise PipelineConfigError(f"--cdc-sequence takes TABLE=COL (e.g. public.orders=updated_at), got `{value}`")
-        if table in sequences:
-            raise PipelineConfigError(f"--cdc-sequence names table `{table}` twice: give its column once")
-        sequences[table] = column
-    return sequences
+        table, sep, rest = value.partition("=")
+        table = table.strip()
+        parsed = parse(rest) if sep and is_valid_event_type(table) else None
+        if parsed is None:
+            raise PipelineConfigError(f"{flag} takes {form}, got `{value}`")
+        if table in found:
+            raise PipelineConfigError(f"{flag} names table `{table}` twice: give its {what} once")
+        found[table] = parsed
+    return found

@@ -144,16 +144,16 @@ class CdcGroupWriter(GroupWriter):
         keys: dict[str, tuple[str, ...]] = {}
         for table in schemas:
             recorded, ordered_by = self._recorded_table(table) or (None, None)
-            declared = declared_for(self.cdc.keys, table)
+            declared, wanted_order = declared_for(self.cdc.keys, table), self._sequence_by(table)
             if recorded and declared and recorded != declared:
                 raise PipelineConfigError(
                     f"table `{table}` is keyed by ({', '.join(recorded)}) in the lake, but --cdc-keys declares "
                     f"({', '.join(declared)}): a table's key is fixed when its silver table is created"
                 )
-            if ordered_by is not None and ordered_by != self._sequence_by(table):
+            if ordered_by is not None and ordered_by != wanted_order:
                 raise PipelineConfigError(
                     f"table `{table}` is ordered by {_ordering(ordered_by)} in the lake, but this run orders it by "
-                    f"{_ordering(self._sequence_by(table))}: a table's order is fixed when its silver table is created"
+                    f"{_ordering(wanted_order)}: a table's order is fixed when its silver table is created"
                 )
             found = recorded or declared
             if found:

@@ -117,9 +117,7 @@ class CdcTarget:
 
     def marked(self, schema: pa.Schema) -> pa.Schema:
         """`schema` with the key columns and the ordering marked (column_metadata)."""
-        return pa.schema(
-            [f.with_metadata(self.column_metadata(f.name)) if self.column_metadata(f.name) else f for f in schema]
-        )
+        return pa.schema([f.with_metadata(marks) if (marks := self.column_metadata(f.name)) else f for f in schema])
 
 
 def recorded_keys(fields: list[tuple[str, dict[str, str]]]) -> tuple[str, ...] | None:
