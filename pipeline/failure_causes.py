@@ -50,8 +50,8 @@ class FailureCauses:
         for probe in (self._silent_store, self._full_disk, self._damaged_source):
             try:
                 cause = probe(stream)
-            except (OSError, StreamopsError):
-                continue  # a probe that cannot measure says nothing; the failure's own line stands
+            except Exception:  # noqa: BLE001 - a probe that cannot measure says nothing, whatever stopped
+                continue  # it (a store, a library); the failure's own line stands and the run goes on
             if cause is not None:
                 return cause
         return None

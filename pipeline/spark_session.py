@@ -29,6 +29,10 @@ ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true"
 and written through Arrow Java buffers, which check bounds and reference counts on every
 access by default: 16 % of the JVM's CPU under the sustained-load benchmark. The buffers are
 Spark's and pyarrow's own (BENCHMARKS.md, "Sustained load, 8,000 events/s × 300 types")."""
+JAVA_OPTIONS_ENV = "STREAMOPS_JAVA_OPTIONS"
+"""Extra options for the driver's and the executors' JVMs. A short run (a test, a one-off
+backfill) can set `-XX:TieredStopAtLevel=1`: the JIT's optimising tier then never compiles, which
+takes about 40 % off the JVM's CPU for a job of half a minute (BENCHMARKS.md)."""
 
 
 def ensure_java() -> None:
@@ -67,6 +71,7 @@ def build_spark(
     from streamops.pipeline.delta_connector.lake_sink import LakeSink
 
     cores = os.cpu_count() or 2
+    java_options = " ".join(filter(None, [ARROW_JAVA_OPTIONS, os.environ.get(JAVA_OPTIONS_ENV, "")]))
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": os.environ.get("STREAMOPS_DRIVER_MEMORY", "4g"),
@@ -74,8 +79,8 @@ def build_spark(
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
         "spark.default.parallelism": str(max(2, cores)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {ARROW_JAVA_OPTIONS}",
-        "spark.executor.extraJavaOptions": ARROW_JAVA_OPTIONS,
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {java_options}",
+        "spark.executor.extraJavaOptions": java_options,
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",

@@ -13,16 +13,27 @@ import sys
 
 import pytest
 from built_lake import BuiltLake, build_lake
+from jvm_options import SHORT_RUN_JAVA_OPTIONS
 
 from streamops.extras import MissingExtraError
 from streamops.lake_layout import LakeLayout
 
 SPARK_FIXTURES = frozenset({"spark", "built_lake"})
-TEST_SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false"}
+TEST_SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    # delta-spark's VACUUM lists a table in this many tasks (10,000 by default: minutes on 2 cores)
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
 DELTA_SPARK_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+
+
+# Spark's JVMs in this process and in every `streamops` process a test starts (they inherit it)
+os.environ.setdefault("STREAMOPS_JAVA_OPTIONS", SHORT_RUN_JAVA_OPTIONS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

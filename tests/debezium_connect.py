@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kafka_broker import LOG4J_CONFIG, java
+from kafka_broker import JVM_OPTIONS, LOG4J_CONFIG, java
 from ports import free_port
 from postgres_server import HOST, PostgresServer
 
@@ -44,7 +44,6 @@ CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 NAME = "streamops-cdc"
 START_SECONDS = 120
 STOP_SECONDS = 30
-JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
 
 
 class DebeziumConnectError(RuntimeError):

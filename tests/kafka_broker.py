@@ -28,6 +28,7 @@ from pathlib import Path
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from jvm_options import SHORT_RUN_JAVA_OPTIONS
 from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,14 @@ NODE_ID = 1
 START_SECONDS = 60
 STOP_SECONDS = 30
 REQUEST_SECONDS = 30
-JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
+JVM_OPTIONS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    SHORT_RUN_JAVA_OPTIONS,
+)
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 

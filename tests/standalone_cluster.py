@@ -21,6 +21,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from jvm_options import SHORT_RUN_JAVA_OPTIONS
+
 from streamops.pipeline.exceptions import PipelineConfigError
 
 HOST = "127.0.0.1"
@@ -97,6 +99,7 @@ class StandaloneCluster:
             SPARK_LOCAL_IP=HOST,
             SPARK_LOG_DIR=str(self.workdir / "logs"),
             SPARK_NO_DAEMONIZE="1",
+            SPARK_DAEMON_JAVA_OPTS=SHORT_RUN_JAVA_OPTIONS,
         )
         log = open(self.workdir / f"{name}.log", "ab")
         self._processes.append(

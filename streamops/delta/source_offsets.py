@@ -211,7 +211,13 @@ class DeltaFileIndex:
         return files
 
     def files_after(self, start: DeltaSourceOffset, until_version: int) -> Iterator[IndexedFile]:
-        """Every data file after `start`, through version `until_version`, in streaming order."""
+        """Every data file after `start`, through version `until_version`, in streaming order.
+
+        An initial `start` (a stream whose batches so far found no data, so it has not resolved a
+        version yet) is counted from the snapshot of `until_version`: what a new stream reads, a
+        superset of what one started at the latest version reads."""
+        if start.is_initial:
+            start = DeltaSourceOffset(until_version, BASE_INDEX, True, start.reservoir_id)
         version = start.reservoir_version
         if start.is_starting_version:
             for index, add in enumerate(self.snapshot_files(version)):

@@ -172,6 +172,17 @@ def test_before_any_commit_the_first_batch_is_unread(tmp_path):
     assert (found.version, found.in_snapshot, found.damage) == (1, True, "truncated")
 
 
+def test_a_stream_that_has_found_no_data_yet_will_read_the_latest_snapshot(tmp_path):
+    # its batches recorded the initial offset (version -1): its next batch reads the snapshot
+    table = tmp_path / "events"
+    files = appended(table, 3)
+    files[1].unlink()
+    checkpoint = hand_checkpoint(tmp_path / "ckpt", table, [(-1, BASE_INDEX, True)], 0)
+    [found] = unread_damaged_files(checkpoint, table)
+    assert (found.version, found.in_snapshot, found.damage) == (2, True, "missing")
+    assert found.describe(table) == f"`{files[1]}` (in the snapshot at version 2) is missing"
+
+
 def test_what_cannot_be_told_raises_a_streamops_error(tmp_path):
     table = tmp_path / "events"
     appended(table, 1)

@@ -41,3 +41,15 @@ def test_cli_reports_missing_java_in_one_line_without_a_traceback(tmp_path):
         "streamops: error: Spark needs Java 17 and `java` was not found: install it "
         "(e.g. `apt-get install -y openjdk-17-jre-headless`) or set JAVA_HOME"
     ]
+
+
+def test_streamops_java_options_reach_the_drivers_jvm(spark):
+    # conftest sets them for every JVM the tests start; the JVM's own arguments must carry them
+    import os
+
+    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS, JAVA_OPTIONS_ENV
+
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert os.environ[JAVA_OPTIONS_ENV] in arguments
+    assert ARROW_JAVA_OPTIONS in arguments
