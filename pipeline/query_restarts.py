@@ -122,6 +122,9 @@ class QueryRestarts:
             entry.query = entry.start()
         except Exception as error:  # noqa: BLE001 - a query that cannot start is retried like a failed one
             self._back_off(entry, self.explain(entry.name) or first_line(error), now)
+            return
+        if entry.failures:
+            self.log(f"{entry.name} running again (after {entry.failures} failed starts or batches)")
 
     def _back_off(self, entry: Supervised, message: str, now: float) -> None:
         entry.failures += 1

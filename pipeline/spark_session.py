@@ -32,7 +32,7 @@ Spark's and pyarrow's own (BENCHMARKS.md, "Sustained load, 8,000 events/s × 300
 JAVA_OPTIONS_ENV = "STREAMOPS_JAVA_OPTIONS"
 """Extra options for the driver's and the executors' JVMs. A short run (a test, a one-off
 backfill) can set `-XX:TieredStopAtLevel=1`: the JIT's optimising tier then never compiles, which
-takes about 40 % off the JVM's CPU for a job of half a minute (BENCHMARKS.md)."""
+takes about 30 % off the CPU of a run of half a minute (BENCHMARKS.md, "CI's CPU")."""
 
 
 def ensure_java() -> None:
@@ -48,18 +48,28 @@ def ensure_java() -> None:
     )
 
 
+def jvm_options(extra: str | None = None) -> str:
+    """The options every Spark JVM of a run gets: Arrow's, then `extra` (`$STREAMOPS_JAVA_OPTIONS`
+    when None)."""
+    return " ".join(
+        filter(None, [ARROW_JAVA_OPTIONS, os.environ.get(JAVA_OPTIONS_ENV, "") if extra is None else extra])
+    )
+
+
 def build_spark(
     master: str | None = None,
     app_name: str = "streamops",
     conf: Mapping[str, str] | None = None,
     packages: Sequence[str] = (),
+    java_options: str | None = None,
 ):
     """Return the active SparkSession, creating it with streamops defaults if needed.
 
     Workers must run the driver's interpreter (PySpark otherwise picks whatever `python3` is on
     PATH, which may lack pyarrow), logs are kept to errors, and time is UTC so Delta timestamps
     mean the same thing on every machine. `packages` are Maven coordinates of JARs the run
-    needs (delta-spark, connectors), resolved as `streamops.pipeline.spark_jars` says.
+    needs (delta-spark, connectors), resolved as `streamops.pipeline.spark_jars` says;
+    `java_options` extra options for the driver's and executors' JVMs (`jvm_options`).
     """
     ensure_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -71,7 +81,7 @@ def build_spark(
     from streamops.pipeline.delta_connector.lake_sink import LakeSink
 
     cores = os.cpu_count() or 2
-    java_options = " ".join(filter(None, [ARROW_JAVA_OPTIONS, os.environ.get(JAVA_OPTIONS_ENV, "")]))
+    options = jvm_options(java_options)
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": os.environ.get("STREAMOPS_DRIVER_MEMORY", "4g"),
@@ -79,8 +89,8 @@ def build_spark(
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
         "spark.default.parallelism": str(max(2, cores)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {java_options}",
-        "spark.executor.extraJavaOptions": java_options,
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {options}",
+        "spark.executor.extraJavaOptions": options,
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",

@@ -32,7 +32,7 @@ DELTA_SPARK_CONF = {
 }
 
 
-# Spark's JVMs in this process and in every `streamops` process a test starts (they inherit it)
+# Spark's JVMs in every `streamops` process a test starts (they inherit it)
 os.environ.setdefault("STREAMOPS_JAVA_OPTIONS", SHORT_RUN_JAVA_OPTIONS)
 
 
@@ -59,6 +59,7 @@ def new_spark_session():
             app_name="streamops-tests",
             conf={**TEST_SPARK_CONF, **native_conf},
             packages=[*packages, kafka_package()],
+            java_options="",  # this JVM lives the whole test run: the optimising JIT tier pays off
         )
     except MissingExtraError:
         return _plain_spark()

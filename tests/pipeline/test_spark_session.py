@@ -43,13 +43,20 @@ def test_cli_reports_missing_java_in_one_line_without_a_traceback(tmp_path):
     ]
 
 
-def test_streamops_java_options_reach_the_drivers_jvm(spark):
-    # conftest sets them for every JVM the tests start; the JVM's own arguments must carry them
-    import os
+def test_streamops_java_options_come_after_arrows_and_an_explicit_value_wins(monkeypatch):
+    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS, JAVA_OPTIONS_ENV, jvm_options
 
-    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS, JAVA_OPTIONS_ENV
+    monkeypatch.setenv(JAVA_OPTIONS_ENV, "-XX:TieredStopAtLevel=1 -Xss4m")
+    assert jvm_options() == f"{ARROW_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -Xss4m"
+    assert jvm_options("") == ARROW_JAVA_OPTIONS
+    monkeypatch.delenv(JAVA_OPTIONS_ENV)
+    assert jvm_options() == ARROW_JAVA_OPTIONS
+
+
+def test_the_drivers_jvm_runs_with_the_options_it_was_given(spark):
+    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS
 
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert os.environ[JAVA_OPTIONS_ENV] in arguments
     assert ARROW_JAVA_OPTIONS in arguments
+    assert "-XX:TieredStopAtLevel=1" not in arguments  # the test session's JVM keeps the full JIT

@@ -148,6 +148,7 @@ def test_a_query_that_cannot_start_is_retried_like_a_failed_one(spark):
         assert entry.query is not None and entry.query.isActive
         assert failures == {"late": ["the landing directory is not readable yet"] * 2}
         assert [int(m.group(1)) for line in lines if (m := BACKOFF_LINE.search(line))] == [1, 2]
+        assert lines[-1] == "late running again (after 2 failed starts or batches)"
     finally:
         restarts.stop()
 
