@@ -34,21 +34,13 @@ def one_run(landing: Path, lake: Path, delta: str, java_options: str) -> dict:
         sys.executable, "-m", "streamops", "run", "--lake", str(lake), "--landing", str(landing),
         "--until-idle", "--trigger", "1", "--delta", delta,
     ]  # fmt: skip
-    previous = os.environ.get(JAVA_OPTIONS_ENV)
-    os.environ[JAVA_OPTIONS_ENV] = java_options
-    try:
-        started = time.perf_counter()
-        measured = run_measured(argv)
-        seconds = time.perf_counter() - started
-    finally:
-        if previous is None:
-            os.environ.pop(JAVA_OPTIONS_ENV)
-        else:
-            os.environ[JAVA_OPTIONS_ENV] = previous
+    started = time.perf_counter()
+    measured = run_measured(argv, env={**os.environ, JAVA_OPTIONS_ENV: java_options})
+    seconds = time.perf_counter() - started
     return {
         "seconds": round(seconds, 1),
         "cpu_seconds": measured.cpu_seconds,
-        "peak_pss_mb": measured.usage.peak_pss_mb,
+        "peak_pss_mb": round(measured.usage.peak_pss_mb),
     }
 
 

@@ -161,12 +161,15 @@ class MeasuredRun:
     usage: TreeUsage
 
 
-def run_measured(argv: list[str], timeout: float = 3600, interval: float = 0.5) -> MeasuredRun:
-    """Run `argv` as a benchmark variant; a failed run ends the benchmark with its stderr's tail.
-    Its CPU is summed from the tree's samples: a PySpark program exits without waiting for its
-    JVM, so the children's rusage would leave the JVM out."""
+def run_measured(
+    argv: list[str], timeout: float = 3600, interval: float = 0.5, env: dict[str, str] | None = None
+) -> MeasuredRun:
+    """Run `argv` as a benchmark variant (in `env`, default this process's environment); a failed
+    run ends the benchmark with its stderr's tail. Its CPU is summed from the tree's samples: a
+    PySpark program exits without waiting for its JVM, so the children's rusage would leave the
+    JVM out."""
     started = time.time()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     with ProcessTreeSampler(interval=interval, root=process.pid) as sampler:
         _, stderr = process.communicate(timeout=timeout)
     if process.returncode != 0:
