@@ -38,6 +38,7 @@ from streamops.delta.log import AddFile, DeltaLog
 from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
 from streamops.delta.table_features import read_protocol, unreadable_reader_feature
 from streamops.exceptions import TableUnreadableError
+from streamops.pipeline.delta_connector.runner_hang_up import quiet_on_hang_up
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.worker_gc import freeze_imported_objects
 from streamops.storage.location import Location
@@ -97,6 +98,7 @@ class DeltaSource(DataSource):
         return from_arrow_schema(pa.schema(table.schema().to_arrow()))
 
     def streamReader(self, schema: StructType) -> DeltaStreamReader:
+        quiet_on_hang_up()
         return DeltaStreamReader(self.options, schema)
 
 
