@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -98,22 +97,21 @@ def rows_in(table: Path) -> int:
 
 
 def run_variant(variant: str, landing: Path, work: Path, jars: str) -> dict:
-    """Run one variant; its seconds, rows, the CPU its whole process tree used (children's
-    rusage: every process of the tree is waited for) and its peak memory by role."""
+    """Run one variant; its seconds, rows, the CPU its whole process tree used (as last sampled:
+    the rusage of children counts only the processes this one waits for, not Spark's JVM) and
+    its peak memory by role."""
     argv, table = command(variant, landing, work, jars)
-    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with ProcessTreeSampler(root=process.pid) as sampler:
         _, stderr = process.communicate(timeout=3600)
     if process.returncode != 0:
         raise SystemExit(f"{variant} exited {process.returncode}: {stderr[-3000:]}")
-    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     usage = sampler.usage
     return {
         "seconds": round(last_commit_time(table) - started, 2),
         "rows": rows_in(table),
-        "cpu_seconds": round(cpu_after.ru_utime - cpu_before.ru_utime + cpu_after.ru_stime - cpu_before.ru_stime, 1),
+        "cpu_seconds": usage.cpu_seconds,
         "peak_rss_mb": round(usage.peak_rss_mb),
         "peak_pss_mb": round(usage.peak_pss_mb),
         "peak_pss_mb_by_role": usage.peak_pss_mb_by_role,

@@ -41,6 +41,7 @@ from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine
 
 from streamops.delta.commit_metadata import BatchCommitInfo
 from streamops.delta.log import DeltaLog
+from streamops.delta.read import is_table
 from streamops.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import connector_for, session_needs
 from streamops.pipeline.lake_summary import summarize_lake
@@ -53,23 +54,28 @@ from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 def latencies(lake: LakeLayout, since: float | None = None) -> list[float]:
     """Seconds from event time to the silver batch commit that added the row, for every silver
-    row; commits that are not a stream's batch (maintenance) are skipped."""
+    row; commits that are not a stream's batch (maintenance) are skipped, and so is a table whose
+    first batch a stop interrupted (a folder without commits)."""
+    tables = sorted(t for t in lake.silver_root.iterdir() if is_table(t)) if lake.silver_root.is_dir() else []
+    return sorted(v for table in tables for v in table_latencies(table, "_event_time", since))
+
+
+def table_latencies(table: Path, time_column: str, since: float | None = None) -> list[float]:
+    """Seconds from each row's `time_column` to the stream batch commit that added its file."""
     values: list[float] = []
-    tables = sorted(lake.silver_root.iterdir()) if lake.silver_root.is_dir() else []
-    for table in tables:
-        log = DeltaLog(table)
-        for version in range(0, log.latest_version() + 1):
-            commit = log.commit(version)
-            if BatchCommitInfo.from_commit_info(commit.commit_info) is None:
-                continue
-            committed = (commit.timestamp_ms or 0) / 1000.0
-            if since is not None and committed < since:
-                continue
-            for add in commit.data_adds:
-                times = pq.read_table(table / add.path, columns=["_event_time"]).column("_event_time")
-                micros = pc.cast(pc.cast(times, pa.timestamp("us", tz="UTC")), pa.int64())
-                values.extend(committed - m / 1e6 for m in micros.to_pylist() if m is not None)
-    return sorted(values)
+    log = DeltaLog(table)
+    for version in range(0, log.latest_version() + 1):
+        commit = log.commit(version)
+        if BatchCommitInfo.from_commit_info(commit.commit_info) is None:
+            continue
+        committed = (commit.timestamp_ms or 0) / 1000.0
+        if since is not None and committed < since:
+            continue
+        for add in commit.data_adds:
+            times = pq.read_table(table / add.path, columns=[time_column]).column(time_column)
+            micros = pc.cast(pc.cast(times, pa.timestamp("us", tz="UTC")), pa.int64())
+            values.extend(committed - m / 1e6 for m in micros.to_pylist() if m is not None)
+    return values
 
 
 def quantiles(values: list[float]) -> dict[str, float | None]:
@@ -143,7 +149,8 @@ def run_layout(
         stderr=subprocess.DEVNULL,
     )
     started = time.time()
-    with ProcessTreeSampler(interval=1.0, exclude={generator.pid}) as sampler:
+    # PSS every 5 s: the pipeline runs in this process, on the cores the sampler would take from it
+    with ProcessTreeSampler(interval=1.0, exclude={generator.pid}, pss_interval=5.0) as sampler:
         cpu_before = cpu_seconds_by_role(exclude={generator.pid})
         generator.wait()
         generated_at = time.time()
@@ -171,6 +178,9 @@ def run_layout(
         "sustained_events_per_s": round(in_silver_when_generated / (generated_at - started)),
         "freshness_seconds": quantiles(latencies(lake)),
         "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
+        "bronze_freshness_last_minute_of_generation": quantiles(
+            sorted(table_latencies(Path(str(lake.bronze_events)), "event_time", since=generated_at - 60))
+        ),
         "peak_rss_mb": round(sampler.usage.peak_rss_mb),
         "peak_rss_mb_by_role": sampler.usage.peak_rss_mb_by_role,
         "peak_pss_mb": round(sampler.usage.peak_pss_mb),

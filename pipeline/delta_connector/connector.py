@@ -44,6 +44,7 @@ from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 from streamops.pipeline.spark_jars import delta_spark_package
 from streamops.pipeline.spark_session import jvm_has_class
+from streamops.pipeline.spark_threads import side_by_side
 from streamops.storage.location import LocationLike
 
 if TYPE_CHECKING:
@@ -141,12 +142,20 @@ class EmbeddedDelta:
         return commit_written(plan, written, before_commit)
 
 
+SIDE_BY_SIDE_TABLES = 2
+
+
 @dataclass(frozen=True)
 class NativeDelta:
     """delta-spark's own source and sink: what Databricks, EMR or Kubernetes users of Spark and
     Delta run. Streams read with `format("delta")` and its options; every table is written by
     Spark's own Delta writer, one append per table and batch with `txnAppId`/`txnVersion`, which
     delta-spark skips when the table already holds that version (exactly once across replays).
+    The appends of a stage of at most `SIDE_BY_SIDE_TABLES` tables run side by side
+    (pipeline/spark_threads.py): bronze's quarantine append, however small, then no longer adds
+    its second to every batch. A larger stage (a silver group's event types) appends one table
+    after another: Spark runs jobs first come, first served, and a group holding several job
+    slots at once kept bronze's jobs waiting (BENCHMARKS.md, "The two Delta connectors").
     The batch is persisted on the executors for its tally and its per-table appends, so it is
     computed once and no row passes through the driver."""
 
@@ -213,15 +222,24 @@ class NativeDelta:
             if before_commit is not None:
                 before_commit(_first_rows(df, plan.first_rows) if plan.first_rows else {})
             tables: dict[str, TableReport] = {}
-            for route in (route for stage in plan.commit_stages for route in stage):
-                rows = sum(tallies.get(route, {}).values())
-                if not rows:
-                    tables[route] = TableReport("empty")
-                    continue
+
+            def append(route: str) -> None:
                 target = plan.tables[route]
-                routed = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target, plan)
-                self._append(routed, target.path, plan.commit)
-                tables[route] = TableReport("written", rows)
+                self._append(
+                    _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target, plan), target.path, plan.commit
+                )
+
+            for stage in plan.commit_stages:
+                rows = {route: sum(tallies.get(route, {}).values()) for route in stage}
+                written = [route for route in stage if rows[route]]
+                if len(stage) <= SIDE_BY_SIDE_TABLES:
+                    side_by_side(self.spark, append, written)
+                else:
+                    for route in written:
+                        append(route)
+                tables.update(
+                    {route: TableReport("written", n) if n else TableReport("empty") for route, n in rows.items()}
+                )
             return BatchReport(tables=tables, tallies=tallies)
         finally:
             df.unpersist()

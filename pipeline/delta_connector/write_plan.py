@@ -72,8 +72,9 @@ class WritePlan:
     commit: BatchCommitInfo
     tables: dict[str, TableTarget]
     commit_stages: tuple[tuple[str, ...], ...]
-    """Routes in the order their commits are made, stage by stage (quarantine before bronze);
-    the routes of one stage are independent tables, committed at the same time."""
+    """Routes in the order their commits are made, stage by stage (a silver group's quarantine
+    before its tables); the routes of one stage are independent tables, committed at the same
+    time."""
     report_path: str
     halt_on_held_rows: bool = False
     """True: if any row was held back, nothing is committed (the attempt's files are deleted)."""
