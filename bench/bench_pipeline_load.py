@@ -7,7 +7,8 @@ Reported per layout (grouped queries, and the seed's one query per event type):
 - throughput: events generated, events in silver when generation ended, and the seconds after
   that until every event was accounted for (silver rows + quarantined rows = events generated);
 - freshness: for every silver row, the timestamp of the Delta commit that added its file minus
-  its event time (p50/p95/max, and p95 over the last minute of generation);
+  its event time (p50/p95/max, and over the last minute of generation), and the same for bronze's
+  rows over that minute (the first hop alone);
 - CPU and memory of the pipeline's process tree (driver, JVM, Python workers).
 
     python bench/bench_pipeline_load.py --rate 8000 --duration 300 --layouts grouped,per_type
