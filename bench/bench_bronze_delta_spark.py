@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
-from bench_support import ProcessTreeSampler, machine
+from bench_support import machine, run_measured
 
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
@@ -97,21 +95,15 @@ def rows_in(table: Path) -> int:
 
 
 def run_variant(variant: str, landing: Path, work: Path, jars: str) -> dict:
-    """Run one variant; its seconds, rows, the CPU its whole process tree used (as last sampled:
-    the rusage of children counts only the processes this one waits for, not Spark's JVM) and
-    its peak memory by role."""
+    """Run one variant (`run_measured`); its seconds, rows, the CPU its whole process tree used
+    and its peak memory by role."""
     argv, table = command(variant, landing, work, jars)
-    started = time.time()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    with ProcessTreeSampler(root=process.pid) as sampler:
-        _, stderr = process.communicate(timeout=3600)
-    if process.returncode != 0:
-        raise SystemExit(f"{variant} exited {process.returncode}: {stderr[-3000:]}")
-    usage = sampler.usage
+    measured = run_measured(argv)
+    usage = measured.usage
     return {
-        "seconds": round(last_commit_time(table) - started, 2),
+        "seconds": round(last_commit_time(table) - measured.started, 2),
         "rows": rows_in(table),
-        "cpu_seconds": usage.cpu_seconds,
+        "cpu_seconds": measured.cpu_seconds,
         "peak_rss_mb": round(usage.peak_rss_mb),
         "peak_pss_mb": round(usage.peak_pss_mb),
         "peak_pss_mb_by_role": usage.peak_pss_mb_by_role,

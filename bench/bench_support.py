@@ -49,13 +49,6 @@ class TreeUsage:
     peak_rss_mb_by_role: dict[str, float] = field(default_factory=dict)
     peak_pss_mb: float = 0.0
     peak_pss_mb_by_role: dict[str, float] = field(default_factory=dict)
-    cpu_seconds_by_process: dict[int, float] = field(default_factory=dict)
-    """User + system CPU of each process of the tree as last sampled (a process that started and
-    ended between two samples is missing)."""
-
-    @property
-    def cpu_seconds(self) -> float:
-        return round(sum(self.cpu_seconds_by_process.values()), 1)
 
     @property
     def mean_cpu_percent(self) -> float:
@@ -122,10 +115,8 @@ class ProcessTreeSampler:
                 try:
                     used = process.memory_info().rss
                     cpu += process.cpu_percent(None)
-                    times = process.cpu_times()
                 except psutil.NoSuchProcess:
                     continue
-                self.usage.cpu_seconds_by_process[process.pid] = times.user + times.system
                 role = _role(process, root)
                 rss[role] = rss.get(role, 0.0) + used / 2**20
                 if with_pss:
