@@ -48,7 +48,7 @@ from streamops.pipeline.delta_connector.connector import connector_for, session_
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
-from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.silver.silver_stream import POLL_SECONDS, SilverSettings
 from streamops.pipeline.spark_session import build_spark
 from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
@@ -111,6 +111,7 @@ def run_layout(
     event_types: int,
     types_per_group: int,
     delta: str = "embedded",
+    silver_poll: float = POLL_SECONDS,
 ) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
@@ -122,7 +123,7 @@ def run_layout(
         landing=landing,
         trigger_seconds=trigger,
         bronze_max_files=1000,
-        silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000),
+        silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000, poll_seconds=silver_poll),
     )
     supervisor = Supervisor(spark, settings, connector_for(delta, spark), Unmonitored(), log=lambda line: None)
     runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
@@ -207,6 +208,9 @@ def main() -> None:
     parser.add_argument("--event-types", type=int, default=300)
     parser.add_argument("--types-per-group", type=int, default=DEFAULT_TYPES_PER_GROUP, help="grouped layout")
     parser.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="the Delta connector")
+    parser.add_argument(
+        "--silver-poll", type=float, default=POLL_SECONDS, help="seconds, as `streamops run --silver-poll`"
+    )
     args = parser.parse_args()
     info = machine()
     rates = [int(r) for r in args.rates.split(",")] if args.rates else [args.rate]
@@ -222,6 +226,7 @@ def main() -> None:
                 args.event_types,
                 args.types_per_group,
                 args.delta,
+                args.silver_poll,
             )
             for rate in rates
             for layout in args.layouts.split(",")
@@ -232,6 +237,7 @@ def main() -> None:
         "rates": rates,
         "duration_seconds": args.duration,
         "trigger_seconds": args.trigger,
+        "silver_poll_seconds": args.silver_poll,
         "results": results,
     }
     if args.rates:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from streamops.pipeline.bronze.jvm_classifier import classifier_jar
 from streamops.pipeline.exceptions import JavaNotFoundError
+from streamops.pipeline.process_memory import give_back_freed_memory
 from streamops.pipeline.spark_jars import (
     JARS_DIR_ENV,
     RESOLVER_ENV,
@@ -33,6 +34,14 @@ JAVA_OPTIONS_ENV = "STREAMOPS_JAVA_OPTIONS"
 """Extra options for the driver's and the executors' JVMs. A short run (a test, a one-off
 backfill) can set `-XX:TieredStopAtLevel=1`: the JIT's optimising tier then never compiles, which
 takes about 30 % off the CPU of a run of half a minute (BENCHMARKS.md, "CI's CPU")."""
+
+
+DRIVER_MEMORY_ENV = "STREAMOPS_DRIVER_MEMORY"
+
+
+def driver_memory(default: str) -> str:
+    """The driver's heap (`spark.driver.memory`): `$STREAMOPS_DRIVER_MEMORY` when set, else `default`."""
+    return os.environ.get(DRIVER_MEMORY_ENV) or default
 
 
 def ensure_java() -> None:
@@ -84,7 +93,7 @@ def build_spark(
     options = jvm_options(java_options)
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": os.environ.get("STREAMOPS_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory("4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
@@ -96,6 +105,7 @@ def build_spark(
         "spark.sql.json.enablePartialResults": "true",
     }
     settings.update(conf or {})
+    give_back_freed_memory(settings)
     for key, value in jar_settings(packages).items():
         settings[key] = ",".join(filter(None, [settings.get(key), value]))
     jar = classifier_jar()

@@ -177,9 +177,8 @@ class Supervisor:
     def _start_management(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(MANAGEMENT_STREAM)
         writer = ManagementBatchWriter(self.lake, self.connector, self.settings.silver.types_per_group)
-        return start_management(
-            self.spark, self.lake, self.connector, writer, self.settings.trigger_seconds, available_now
-        )
+        interval = min(self.settings.trigger_seconds, self.settings.silver.poll_seconds)
+        return start_management(self.spark, self.lake, self.connector, writer, interval, available_now)
 
     def _start_group(self, group: str, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(silver_stream(group))
@@ -189,6 +188,7 @@ class Supervisor:
             trigger_seconds=self.settings.trigger_seconds,
             max_files_per_trigger=self.settings.silver.max_files_per_trigger,
             available_now=available_now,
+            poll_seconds=self.settings.silver.poll_seconds,
         )
         self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
         stopped = self.restarts.policy_stopped

@@ -43,7 +43,7 @@ from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.silver.column_names import NESTED_SEPARATOR, column_name
 from streamops.pipeline.spark_jars import delta_spark_package
-from streamops.pipeline.spark_session import jvm_has_class
+from streamops.pipeline.spark_session import driver_memory, jvm_has_class
 from streamops.pipeline.spark_threads import side_by_side
 from streamops.storage.location import LocationLike
 
@@ -63,11 +63,19 @@ unless told otherwise: 50 tasks for every small table the pipeline commits to (t
 the event groups, each silver table), where the machine's cores are plenty."""
 
 
+DRIVER_HEAP: dict[ConnectorName, str] = {"embedded": "1g", "native": "4g"}
+"""The driver's default heap per connector. Embedded, the JVM moves rows and plans queries while
+delta-rs keeps the tables' state in Python: 1 GB (Spark's default for an executor) gave the
+8,000 events/s benchmark the same freshness as 4 GB with 300-450 MB less PSS. Native, delta-spark
+keeps every table's snapshot on the JVM heap, which peaked at 2.6-4.4 GB (BENCHMARKS.md)."""
+
+
 def session_needs(name: ConnectorName) -> tuple[dict[str, str], list[str]]:
     """The Spark settings and the JARs (Maven coordinates) a session needs for connector `name`."""
+    conf = {"spark.driver.memory": driver_memory(DRIVER_HEAP[name])}
     if name == "native":
-        return dict(NATIVE_SPARK_CONF), [delta_spark_package()]
-    return {}, []
+        return {**conf, **NATIVE_SPARK_CONF}, [delta_spark_package()]
+    return conf, []
 
 
 class DeltaConnector(Protocol):

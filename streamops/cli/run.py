@@ -10,7 +10,7 @@ from streamops.cli.options import Subcommands, add_command, add_json_option, pri
 from streamops.pipeline.cdc.cdc_settings import CDC_FORMATS
 from streamops.pipeline.delta_connector.connector import CONNECTORS
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
-from streamops.pipeline.silver.silver_stream import ON_INCOMPATIBLE
+from streamops.pipeline.silver.silver_stream import ON_INCOMPATIBLE, POLL_SECONDS
 from streamops.pipeline.supervisor import STAGES
 from streamops.plain_text import format_table
 
@@ -48,6 +48,13 @@ def register(subcommands: Subcommands) -> None:
     mode.add_argument("--until-idle", action="store_true", help="process all available input, then exit")
     mode.add_argument("--duration", type=float, metavar="SECONDS", help="run continuously for SECONDS")
     run.add_argument("--trigger", type=float, default=5.0, metavar="SECONDS", help="micro-batch interval (default 5)")
+    run.add_argument(
+        "--silver-poll",
+        type=_seconds,
+        default=POLL_SECONDS,
+        metavar="SECONDS",
+        help=f"how often the silver groups look for a new bronze commit, at most every --trigger (default {POLL_SECONDS:g})",
+    )
     run.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     run.add_argument("--metrics-host", default="127.0.0.1", help="address the exporter binds (default 127.0.0.1)")
     run.add_argument(
@@ -83,6 +90,16 @@ def register(subcommands: Subcommands) -> None:
     )
     run.add_argument("--master", help="Spark master URL (default local[*] or $STREAMOPS_SPARK_MASTER)")
     add_json_option(run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return seconds
 
 
 def _add_kafka_options(run: argparse.ArgumentParser) -> None:
@@ -189,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     silver = SilverSettings(
         types_per_group=1 if args.one_query_per_event_type else args.types_per_group,
         on_incompatible=args.on_incompatible,
+        poll_seconds=args.silver_poll,
     )
     with StopSignals() as signals:
         report = _run_until_stopped(args, silver, signals)

@@ -60,3 +60,47 @@ def test_the_drivers_jvm_runs_with_the_options_it_was_given(spark):
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert ARROW_JAVA_OPTIONS in arguments
     assert "-XX:TieredStopAtLevel=1" not in arguments  # the test session's JVM keeps the full JIT
+
+
+def test_python_workers_give_freed_memory_back_to_the_system(spark):
+    from streamops.pipeline.process_memory import MEMORY_ENVIRONMENT
+
+    def report(batches):
+        import os
+
+        import pyarrow as worker_pa
+
+        for _ in batches:
+            names = sorted(MEMORY_ENVIRONMENT)
+            yield worker_pa.RecordBatch.from_pydict(
+                {
+                    "name": [*names, "arrow pool"],
+                    "value": [*(os.environ.get(n) for n in names), worker_pa.default_memory_pool().backend_name],
+                }
+            )
+
+    rows = spark.range(1, numPartitions=1).mapInArrow(report, "name string, value string").collect()
+    assert {row.name: row.value for row in rows} == {**MEMORY_ENVIRONMENT, "arrow pool": "system"}
+
+
+def test_a_users_environment_or_spark_setting_wins_over_the_memory_defaults(monkeypatch):
+    from streamops.pipeline.process_memory import give_back_freed_memory
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    settings = {"spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+    give_back_freed_memory(settings)
+    assert settings["spark.executorEnv.MALLOC_ARENA_MAX"] == "8"
+    assert settings["spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc"
+    assert settings["spark.executorEnv.MALLOC_MMAP_THRESHOLD_"] == "131072"
+
+
+def test_each_connector_sizes_the_drivers_heap_unless_the_environment_does(monkeypatch):
+    from streamops.pipeline.delta_connector.connector import session_needs
+    from streamops.pipeline.spark_session import DRIVER_MEMORY_ENV
+
+    monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
+    assert session_needs("embedded")[0]["spark.driver.memory"] == "1g"
+    assert session_needs("native")[0]["spark.driver.memory"] == "4g"
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, "2g")
+    assert {session_needs(name)[0]["spark.driver.memory"] for name in ("embedded", "native")} == {"2g"}

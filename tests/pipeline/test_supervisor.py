@@ -244,3 +244,23 @@ def test_a_first_offset_write_cut_short_by_a_kill_does_not_stop_the_restart(spar
     assert silver_count(lake, "click") == 3
     assert "bronze: removed 2 temporary file(s) of an interrupted checkpoint write" in lines
     assert (offsets / "0").exists()
+
+
+def test_the_streams_that_follow_bronze_poll_it_between_its_triggers(spark, tmp_path):
+    """Spark starts processing-time batches on multiples of the interval: on the trigger alone a
+    silver batch would start with bronze's and wait a whole interval for its commit."""
+    lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
+    write_events(landing, "a.ndjson", [event("click", i, n=i) for i in range(5)])
+    settings = PipelineSettings(
+        lake=lake, landing=landing, trigger_seconds=5.0, silver=SilverSettings(poll_seconds=0.5)
+    )
+    supervisor = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
+    running = threading.Thread(target=supervisor.run_for, args=(None,))
+    running.start()
+    try:
+        wait_until(lambda: silver_count(lake, "click") == 5, 120, "the silver rows")
+        intervals = {q.name: q._jsq.streamingQuery().trigger().intervalMs() for q in spark.streams.active}
+    finally:
+        supervisor.request_stop()
+        running.join(60)
+    assert intervals == {"bronze": 5000, "management": 500, "silver_g0001": 500}
