@@ -26,6 +26,7 @@ from streamops.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import commit_written, committed_batch
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
+from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
@@ -190,6 +191,7 @@ class NativeDelta:
 
         if is_table(table):
             return
+        clear_cut_short_creation(table)
         builder = SparkDeltaTable.createIfNotExists(self.spark).location(str(table))
         builder = builder.addColumns(from_arrow_schema(schema))
         for key, value in TABLE_CONFIGURATION.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow.fs as pa_fs
 import pytest
 from ports import free_port
 from store_servers import AZURE_CONTAINER, AZURITE_ACCOUNT, S3_BUCKET, azure_store, s3_store
@@ -99,3 +100,18 @@ def test_a_missing_lake_is_an_error_not_an_empty_healthy_fleet(kind, request, st
     for argv in (["checkpoint", "doctor", "--lake", uri], ["status", "--lake", uri]):
         err = one_line_error(capsys, *argv)
         assert uri in err, err
+
+
+def test_a_remote_log_without_versions_is_removed_and_one_with_a_version_is_kept(store, tmp_path):
+    from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
+
+    (tmp_path / "cut" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "cut" / "_delta_log" / ".00000000000000000000.json.3f1c9e.tmp").write_bytes(b"{")
+    (tmp_path / "kept" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "kept" / "_delta_log" / "00000000000000000000.json").write_bytes(b"{}")
+    cut, kept = store.upload(tmp_path / "cut"), store.upload(tmp_path / "kept")
+    assert clear_cut_short_creation(cut) is True
+    left = pa_fs.FileSelector(f"{store.bucket}/{cut.rsplit('/', 1)[1]}", recursive=True, allow_not_found=True)
+    assert [info.path for info in store.filesystem.get_file_info(left) if info.type == pa_fs.FileType.File] == []
+    assert clear_cut_short_creation(kept) is False
+    assert clear_cut_short_creation(kept + "/missing") is False
