@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 from streamops.checkpoint.abandoned_writes import remove_abandoned_writes
@@ -177,19 +177,16 @@ class Supervisor:
     def _start_management(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(MANAGEMENT_STREAM)
         writer = ManagementBatchWriter(self.lake, self.connector, self.settings.silver.types_per_group)
-        interval = min(self.settings.trigger_seconds, self.settings.silver.poll_seconds)
+        interval = self._silver_settings(available_now).interval()
         return start_management(self.spark, self.lake, self.connector, writer, interval, available_now)
+
+    def _silver_settings(self, available_now: bool) -> SilverSettings:
+        """The run's silver settings on the run's trigger, for a stream that follows bronze."""
+        return replace(self.settings.silver, trigger_seconds=self.settings.trigger_seconds, available_now=available_now)
 
     def _start_group(self, group: str, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(silver_stream(group))
-        silver = SilverSettings(
-            types_per_group=self.settings.silver.types_per_group,
-            on_incompatible=self.settings.silver.on_incompatible,
-            trigger_seconds=self.settings.trigger_seconds,
-            max_files_per_trigger=self.settings.silver.max_files_per_trigger,
-            available_now=available_now,
-            poll_seconds=self.settings.silver.poll_seconds,
-        )
+        silver = self._silver_settings(available_now)
         self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
         stopped = self.restarts.policy_stopped
         writer: GroupWriter

@@ -22,15 +22,15 @@ def holds_a_version(name: str) -> bool:
 def clear_cut_short_creation(table: LocationLike) -> bool:
     """Remove `table`'s `_delta_log` if it holds no version; whether there was one to remove."""
     log = Location.of(table) / "_delta_log"
+    entries = list(log.walk())
+    if any(holds_a_version(entry.name) for entry in entries):
+        return False
     if log.is_local:
         if not log.local_path.is_dir():
             return False
-        if any(holds_a_version(entry.name) for entry in log.walk()):
-            return False
         shutil.rmtree(log.local_path)
         return True
-    entries = list(log.walk())
-    if not entries or any(holds_a_version(entry.name) for entry in entries):
+    if not entries:
         return False
     for entry in entries:
         (log / entry.name).delete()
