@@ -33,8 +33,8 @@ from pathlib import Path
 
 from bench_support import cpu_seconds_by_role, machine, timed
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_landing, start_bronze
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
@@ -43,7 +43,7 @@ from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
-from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.run.spark_session import build_spark
 
 BENCH_TIME = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SPARK_SINKS = ("parquet", "noop")

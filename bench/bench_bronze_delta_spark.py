@@ -30,7 +30,7 @@ from bench_support import machine, run_measured
 
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
-from streamops.pipeline.spark_jars import delta_spark_package, jar_settings
+from streamops.pipeline.runtime.spark_jars import delta_spark_package, jar_settings
 
 VARIANTS = ("plain_delta_spark", "streamops_embedded", "streamops_native")
 FILES_PER_BATCH = 20

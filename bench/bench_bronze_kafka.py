@@ -50,15 +50,15 @@ from bench_bronze_delta_spark import last_commit_time, rows_in
 from bench_pipeline_load import highest_sustained, quantiles
 from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine, run_measured, test_helpers
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.log import DeltaLog
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.generator.kafka_writer import KafkaTarget
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
-from streamops.pipeline.spark_jars import delta_spark_package, jar_settings, kafka_package
+from streamops.pipeline.runtime.spark_jars import delta_spark_package, jar_settings, kafka_package
 
 test_helpers()
 from kafka_broker import KafkaBroker

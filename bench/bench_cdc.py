@@ -41,12 +41,12 @@ from pathlib import Path
 from bench_pipeline_load import quantiles
 from bench_support import machine
 
-from streamops.delta.read import is_table, read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import is_table, read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.delta_connector.connector import session_needs
-from streamops.pipeline.pipeline_run import RunOptions, run_pipeline
-from streamops.pipeline.spark_session import build_spark
+from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
+from streamops.pipeline.run.spark_session import build_spark
 
 FILE_SECONDS = 0.5
 

@@ -48,8 +48,8 @@ from bench_crash_cycles import bronze_version, check, id_counts, planned_not_com
 from bench_support import TESTS, machine, test_helpers
 from deltalake import write_deltalake
 
-from streamops.delta.read import open_table, read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import open_table, read_delta
+from streamops.core.lake_layout import LakeLayout
 
 test_helpers()
 from lake_accounting import with_event_id  # noqa: E402

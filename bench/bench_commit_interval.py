@@ -25,8 +25,8 @@ import pyarrow as pa
 from bench_support import machine
 from deltalake import DeltaTable
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import commit_files
 from streamops.pipeline.delta_connector.data_files import DataFileBuilder
 

@@ -44,7 +44,7 @@ MINIMAL_APP = """
 import os
 import streamlit as st
 from streamops.monitor.fleet_status import fleet_status
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 
 rows = fleet_status(LakeLayout.at(os.environ["STREAMOPS_CONSOLE_LAKE"]))
 st.caption(f"{len(rows)} rows shown")
@@ -153,7 +153,7 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurements")
     args = parser.parse_args()
 
-    from streamops.lake_layout import LakeLayout
+    from streamops.core.lake_layout import LakeLayout
     from streamops.monitor.fleet_status import fleet_status
 
     with tempfile.TemporaryDirectory(prefix="bench-console-") as scratch:

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from bench_support import machine
 
-from streamops.delta.read import is_table, open_table, read_delta
-from streamops.lake_layout import LakeLayout
-from streamops.storage.location import LocationLike
+from streamops.core.delta_format.read import is_table, open_table, read_delta
+from streamops.core.lake_layout import LakeLayout
+from streamops.core.storage.location import LocationLike
 
 
 def streamops(*args: str, **popen) -> subprocess.Popen:

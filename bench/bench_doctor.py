@@ -43,10 +43,10 @@ import pyarrow as pa
 from deltalake import write_deltalake
 from deltalake.transaction import CommitProperties, Transaction
 
-from streamops.checkpoint.metadata_log import remove_log_file
-from streamops.checkpoint.reader import read_checkpoint
 from streamops.checkpoint_tools.doctor import DEFAULT_WORKERS, DoctorTarget, diagnose_many
-from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.core.checkpoint_format.metadata_log import remove_log_file
+from streamops.core.checkpoint_format.reader import read_checkpoint
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 
 STREAM = "bench_stream"
 STATEFUL_STREAM = "bench_stateful"
@@ -56,7 +56,7 @@ LOG_CHECKPOINT_INTERVAL = "100"
 
 def build_template(root: Path, commits: int) -> None:
     from streamops.pipeline.delta_connector.batch_writer import write_batch
-    from streamops.pipeline.spark_session import build_spark
+    from streamops.pipeline.run.spark_session import build_spark
 
     source, sink, checkpoint = root / "source", root / "sink", root / "ckpt" / STREAM
     config = {"delta.checkpointInterval": LOG_CHECKPOINT_INTERVAL}
@@ -99,7 +99,7 @@ def build_template(root: Path, commits: int) -> None:
 
 def build_stateful_template(root: Path, batches: int, partitions: int) -> None:
     """A real aggregation over a file source, one file per batch."""
-    from streamops.pipeline.spark_session import build_spark
+    from streamops.pipeline.run.spark_session import build_spark
 
     landing = root / "landing"
     landing.mkdir(parents=True)
@@ -306,7 +306,7 @@ def main() -> None:
     subset = targets[: args.spark_checkpoints]
     subset_seconds, subset_diagnoses = run_doctor(subset, workers=1)
 
-    from streamops.pipeline.spark_session import build_spark
+    from streamops.pipeline.run.spark_session import build_spark
 
     spark = build_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     json_seconds, json_facts = spark_json_history(spark, subset)

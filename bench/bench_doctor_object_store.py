@@ -32,8 +32,8 @@ from bench_doctor import build_copies, build_template
 from bench_support import machine
 
 from streamops.checkpoint_tools.doctor import DEFAULT_WORKERS, OBJECT_STORE_WORKERS, DoctorTarget, diagnose_many
-from streamops.storage.location import Location
-from streamops.storage.object_store_files import forget_stores
+from streamops.core.storage.location import Location
+from streamops.core.storage.object_store_files import forget_stores
 
 BUCKET = "bench"
 READY = "ready"

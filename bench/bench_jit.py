@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench_support import machine, run_measured
 
-from streamops.pipeline.spark_session import JAVA_OPTIONS_ENV
+from streamops.pipeline.run.spark_session import JAVA_OPTIONS_ENV
 
 SETTINGS = {"default": "", "tier_1_only": "-XX:TieredStopAtLevel=1"}
 

@@ -91,7 +91,7 @@ def process_tree_cpu_seconds() -> float:
 def timed_run(
     spark: Any, lake_dir: Path, monitored: bool, work: Callable[[Any, Any], dict[str, Any]]
 ) -> dict[str, Any]:
-    from streamops.lake_layout import LakeLayout
+    from streamops.core.lake_layout import LakeLayout
     from streamops.monitor.stream_monitor import StreamMonitor
 
     lake = LakeLayout.at(lake_dir)
@@ -125,7 +125,7 @@ def timed_run(
 def multiplex_work(spark: Any, source: Path, streams: int, max_files: int) -> Callable[[Any, Any], dict[str, Any]]:
     """The silver shape: `streams` queries read one Delta table (availableNow) and write their own
     Delta tables with the idempotent writer, pushing one table commit per batch to the monitor."""
-    from streamops.delta.commit_metadata import BatchCommitInfo
+    from streamops.core.delta_format.commit_metadata import BatchCommitInfo
     from streamops.monitor.fleet import TableCommit
     from streamops.pipeline.delta_connector.batch_writer import write_batch
 
@@ -169,7 +169,7 @@ def pipeline_drain_work(spark: Any, landing: Path) -> Callable[[Any, Any], dict[
     """The real bronze/silver pipeline draining a landing directory (`streamops run --until-idle`)."""
     from streamops.pipeline.delta_connector.connector import connector_for
     from streamops.pipeline.pipeline_events import MonitorEvents, Unmonitored
-    from streamops.pipeline.supervisor import PipelineSettings, Supervisor
+    from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 
     def work(lake: Any, monitor: Any) -> dict[str, Any]:
         settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=1.0)
@@ -503,7 +503,7 @@ def scrape(streams: int, event_types: int, repeats: int) -> dict[str, Any]:
 
 
 def status_command(streams: int, scratch: Path) -> dict[str, Any]:
-    from streamops.lake_layout import LakeLayout
+    from streamops.core.lake_layout import LakeLayout
     from streamops.monitor.fleet_status import fleet_status
     from streamops.monitor.progress_event import QueryProgress, QueryStarted
     from streamops.monitor.progress_log import ProgressLog
@@ -560,7 +560,7 @@ def main() -> None:
             result["status_command"] = status_command(args.scrape_streams, Path(scratch))
         spark_parts = [part for part in parts if part in SPARK_PARTS]
         if spark_parts:
-            from streamops.pipeline.spark_session import build_spark
+            from streamops.pipeline.run.spark_session import build_spark
 
             spark = build_spark(master="local[2]")
             for part in spark_parts:

@@ -40,17 +40,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from bench_support import ProcessTreeSampler, cpu_seconds_by_role, machine
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.log import DeltaLog
-from streamops.delta.read import is_table
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.read import is_table
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import connector_for, session_needs
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
+from streamops.pipeline.run.spark_session import build_spark
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 from streamops.pipeline.silver.silver_stream import POLL_SECONDS, SilverSettings
-from streamops.pipeline.spark_session import build_spark
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 
 def latencies(lake: LakeLayout, since: float | None = None) -> list[float]:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from bench_support import cpu_seconds_by_role, machine
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
@@ -35,8 +35,8 @@ from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.run.spark_session import build_spark
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
-from streamops.pipeline.spark_session import build_spark
 
 
 def bronze_lake(spark, root: Path, events: int, event_types: int) -> LakeLayout:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 
 FAILING_STREAM = "failing_job"
 
@@ -29,8 +29,8 @@ def build_lake(spark, root: Path) -> BuiltLake:
     from streamops.pipeline.generator.run import generate
     from streamops.pipeline.generator.settings import GeneratorSettings
     from streamops.pipeline.pipeline_events import MonitorEvents
+    from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
     from streamops.pipeline.silver.silver_stream import SilverSettings
-    from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
     manifest = generate(
         GeneratorSettings(

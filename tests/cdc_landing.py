@@ -21,13 +21,13 @@ from streamops.checkpoint_tools.correlation import correlate
 from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose
 from streamops.checkpoint_tools.doctor_context import DoctorSettings
 from streamops.checkpoint_tools.text_report import correlation_text
-from streamops.delta.read import is_table, read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import is_table, read_delta
+from streamops.core.lake_layout import LakeLayout
+from streamops.core.storage.location import Location
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.run.supervisor import PipelineSettings, RunReport, Supervisor
 from streamops.pipeline.silver.silver_stream import SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, RunReport, Supervisor
-from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "pipeline" / "fixtures" / "debezium"
 RECORDINGS = ("postgres-wrapped.jsonl", "postgres-plain.jsonl")

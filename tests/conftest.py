@@ -15,8 +15,8 @@ import pytest
 from built_lake import BuiltLake, build_lake
 from jvm_options import SHORT_RUN_JAVA_OPTIONS
 
-from streamops.extras import MissingExtraError
-from streamops.lake_layout import LakeLayout
+from streamops.core.extras import MissingExtraError
+from streamops.core.lake_layout import LakeLayout
 
 SPARK_FIXTURES = frozenset({"spark", "built_lake"})
 TEST_SPARK_CONF = {
@@ -50,8 +50,8 @@ def new_spark_session():
     JARs before CI runs two test processes side by side."""
     try:
         from streamops.pipeline.delta_connector.connector import session_needs
-        from streamops.pipeline.spark_jars import kafka_package
-        from streamops.pipeline.spark_session import build_spark
+        from streamops.pipeline.run.spark_session import build_spark
+        from streamops.pipeline.runtime.spark_jars import kafka_package
 
         native_conf, packages = session_needs("native")  # both connectors run in this one session
         return build_spark(

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pyarrow as pa
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 
 
 def ids(table) -> Counter:

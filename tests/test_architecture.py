@@ -1,15 +1,18 @@
 """Dependencies run one way, and no module needs another that needs it back.
 
-    streamops (core: Spark-free readers and writers of on-disk formats, the lake layout,
-      ▲        errors, plain-text rendering, optional-dependency checks)
+    streamops.core (Spark-free readers and writers of on-disk formats, storage, the lake layout,
+      ▲            errors, plain-text rendering, optional-dependency checks)
       ├── streamops.checkpoint_tools (inspect, correlate, doctor, rewind, maintenance)
       └── streamops.monitor (listener, progress log, status, exporter)
             ▲
-            streamops.pipeline (bronze, registry, silver, delta_connector, generator, supervisor, demo)
+            streamops.pipeline (runtime, delta_connector, registry, bronze, silver, cdc, run, demo)
               ▲
               streamops.dashboards (Grafana, Prometheus rules, the console)
                 ▲
                 streamops.cli (the command line: one module per command group)
+
+Inside the pipeline the subpackages are layered too (`PIPELINE_ORDER`): each imports only those
+listed before it, so none needs another that needs it back.
 
 Read statically (ast), so a module is checked without importing it; every import counts,
 including those inside functions. Imports under `if TYPE_CHECKING:` count too: none crosses a
@@ -25,41 +28,56 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS: dict[str, str] = {
-    "streamops": "streamops",
-    "streamops.checkpoint_tools": "checkpoint_tools",
-    "streamops.monitor": "monitor",
-    "streamops.pipeline": "pipeline",
-    "streamops.dashboards": "dashboards",
-}
-"""Each package and the repository folder it installs from (pyproject.toml's package-dir)."""
+SRC = ROOT / "src"
+PACKAGE = SRC / "streamops"
 MAY_IMPORT: dict[str, frozenset[str]] = {
-    "streamops": frozenset(),
-    "streamops.checkpoint_tools": frozenset({"streamops"}),
-    "streamops.monitor": frozenset({"streamops"}),
-    "streamops.pipeline": frozenset({"streamops", "streamops.monitor"}),
+    "streamops.core": frozenset(),
+    "streamops.checkpoint_tools": frozenset({"streamops.core"}),
+    "streamops.monitor": frozenset({"streamops.core"}),
+    "streamops.pipeline": frozenset({"streamops.core", "streamops.monitor"}),
     "streamops.dashboards": frozenset(
-        {"streamops", "streamops.checkpoint_tools", "streamops.monitor", "streamops.pipeline"}
+        {"streamops.core", "streamops.checkpoint_tools", "streamops.monitor", "streamops.pipeline"}
     ),
-    "streamops.cli": frozenset(FOLDERS),
+    "streamops.cli": frozenset(
+        {
+            "streamops.core",
+            "streamops.checkpoint_tools",
+            "streamops.monitor",
+            "streamops.pipeline",
+            "streamops.dashboards",
+        }
+    ),
 }
 """Which layers each layer may import besides itself. checkpoint_tools and monitor are
 siblings (neither needs the other); the pipeline reports to the monitor but diagnoses nothing;
 the command line sits on top of everything and nothing imports it."""
 LAYERS = tuple(MAY_IMPORT)
+PIPELINE_ORDER = (
+    "exceptions",
+    "runtime",
+    "records",
+    "lake_tables",
+    "delta_connector",
+    "registry",
+    "pipeline_events",
+    "silver",
+    "bronze",
+    "cdc",
+    "generator",
+    "lake_summary",
+    "run",
+    "demo",
+)
+"""The pipeline's subpackages and root modules, lowest first: each may import only those before it."""
 
 
-def module_name(package: str, path: Path) -> str:
-    parts = path.relative_to(ROOT / FOLDERS[package]).with_suffix("").parts
-    return ".".join((package, *(parts[:-1] if parts[-1] == "__init__" else parts))).rstrip(".")
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def all_modules() -> dict[str, Path]:
-    return {
-        module_name(package, path): path
-        for package in FOLDERS
-        for path in sorted((ROOT / FOLDERS[package]).rglob("*.py"))
-    }
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def imported_names(module: str, path: Path) -> Iterator[tuple[str, int]]:
@@ -142,20 +160,47 @@ def package_of(module: str) -> str:
     """The layer a module belongs to: the longest layer name it starts with."""
     if module == "streamops.__main__":
         return "streamops.cli"
+    if module == "streamops":
+        return "streamops.core"  # the root only re-exports the core's public names
     return max((layer for layer in LAYERS if module == layer or module.startswith(layer + ".")), key=len)
 
 
+def pipeline_unit(module: str) -> str | None:
+    """The pipeline subpackage or root module a module belongs to (None: not the pipeline's)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "pipeline" else None
+
+
 def test_the_map_covers_every_package_and_points_one_way():
-    assert sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()) == sorted(FOLDERS.values())
+    assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()) == sorted(
+        layer.removeprefix("streamops.") for layer in LAYERS
+    )
+    assert not [p for p in ROOT.iterdir() if (p / "__init__.py").is_file()], "a package outside src/"
     layer_graph = {layer: dict.fromkeys(MAY_IMPORT[layer] - {layer}, 0) for layer in LAYERS}
     assert cycles(layer_graph) == []
 
 
-def test_the_package_dirs_in_pyproject_are_the_map():
+def test_setuptools_finds_the_packages_under_src():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == FOLDERS
-    found = sorted(module for module, path in all_modules().items() if path.name == "__init__.py")
-    assert sorted(setuptools["packages"]) == found
+    assert "package-dir" not in setuptools
+    assert setuptools["packages"] == {"find": {"where": ["src"]}}
+
+
+def test_every_pipeline_unit_has_a_place_in_the_order():
+    units = {pipeline_unit(module) for module in all_modules()} - {None}
+    assert units == set(PIPELINE_ORDER)
+
+
+def test_the_pipeline_subpackages_import_only_those_below_them():
+    rank = {unit: index for index, unit in enumerate(PIPELINE_ORDER)}
+    wrong = [
+        f"{module}:{line} imports {target}"
+        for module, edges in sorted(import_graph().items())
+        if pipeline_unit(module) is not None
+        for target, line in sorted(edges.items())
+        if pipeline_unit(target) is not None and rank[pipeline_unit(target)] > rank[pipeline_unit(module)]
+    ]
+    assert wrong == [], "pipeline imports against PIPELINE_ORDER:\n" + "\n".join(wrong)
 
 
 def test_no_module_imports_a_package_above_it():

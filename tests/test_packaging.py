@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from streamops.monitor.progress_event import parse_event
 from streamops.monitor.progress_log import ProgressLog
@@ -29,7 +28,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "checkpoint_tools" / "fixtures"
 MONITOR_FIXTURES = ROOT / "tests" / "monitor" / "fixtures"
-PACKAGE_DIRS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+SRC = ROOT / "src"
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +66,14 @@ def test_the_wheel_installs_one_import_name_and_every_module(wheel):
     top = {name.split("/", 1)[0] for name in names if ".dist-info/" not in name}
     assert top == {"streamops"}
     expected = {
-        "/".join([*package.split("."), *path.relative_to(ROOT / folder).parts])
-        for package, folder in PACKAGE_DIRS.items()
-        for path in (ROOT / folder).rglob("*.py")
+        "/".join(path.relative_to(SRC).parts)
+        for path in (SRC / "streamops").rglob("*.py")
         if "__pycache__" not in path.parts
     }
     assert expected <= set(names), sorted(expected - set(names))
-    assert {"streamops/pipeline/log4j2.properties", "streamops/pipeline/bronze/jvm/FastLineScan.java"} <= set(names)
+    assert {"streamops/pipeline/runtime/log4j2.properties", "streamops/pipeline/bronze/jvm/FastLineScan.java"} <= set(
+        names
+    )
     assert any(name.startswith("streamops/dashboards/generated/dashboards/") for name in names)
 
 
@@ -126,7 +126,7 @@ def test_a_command_whose_extra_is_missing_names_it_in_one_line(base_install, tmp
 )
 def test_importing_a_part_whose_extra_is_missing_says_which_extra(base_install, tmp_path, module, says):
     code = (
-        f"from streamops.extras import MissingExtraError\n"
+        f"from streamops.core.extras import MissingExtraError\n"
         f"try:\n    import {module}\nexcept ImportError as error:\n"
         f"    assert isinstance(error, MissingExtraError)\n    print(error)\n"
     )

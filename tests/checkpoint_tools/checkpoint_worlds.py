@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.transaction import AddAction
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.batch_writer import write_batch
 
 SILVER_STREAM = "silver_core"

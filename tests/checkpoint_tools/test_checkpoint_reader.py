@@ -6,11 +6,11 @@ from itertools import pairwise
 
 import pytest
 
-from streamops.checkpoint.metadata_log import crc_problem, list_log, write_log_file
-from streamops.checkpoint.reader import read_checkpoint, read_query_id
 from streamops.checkpoint_tools.inspection import inspect_checkpoint
-from streamops.exceptions import CheckpointNotFoundError
-from streamops.storage.location import Location
+from streamops.core.checkpoint_format.metadata_log import crc_problem, list_log, write_log_file
+from streamops.core.checkpoint_format.reader import read_checkpoint, read_query_id
+from streamops.core.exceptions import CheckpointNotFoundError
+from streamops.core.storage.location import Location
 
 
 def test_delta_checkpoint(delta_world):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from streamops.checkpoint.metadata_log import write_log_file
 from streamops.cli import main
+from streamops.core.checkpoint_format.metadata_log import write_log_file
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"

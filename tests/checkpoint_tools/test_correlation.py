@@ -9,10 +9,10 @@ import pyarrow as pa
 from checkpoint_worlds import append_versions
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.checkpoint.metadata_log import remove_log_file
 from streamops.checkpoint_tools.correlation import correlate
-from streamops.delta.log import DeltaLog
-from streamops.storage.location import Location
+from streamops.core.checkpoint_format.metadata_log import remove_log_file
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RESERVOIR = "f3b2a7c4-61d2-4a7e-9c2e-5d0e8b1a9f10"

@@ -12,17 +12,17 @@ from checkpoint_worlds import World, append_version, append_versions, run_delta_
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
-from streamops.checkpoint.metadata_log import remove_log_file, write_log_file
 from streamops.checkpoint_tools.checkpoint_checks import (
     check_batch_gaps,
     check_concurrent_writers,
 )
 from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose, diagnose_lake
 from streamops.checkpoint_tools.doctor_context import DoctorSettings
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.log import DeltaLog
+from streamops.core.checkpoint_format.metadata_log import remove_log_file, write_log_file
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_writer import write_batch
-from streamops.storage.location import Location
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HOUR = 3600.0

@@ -18,8 +18,8 @@ from streamops.checkpoint_tools.doctor import Diagnosis, DoctorTarget, diagnose
 from streamops.checkpoint_tools.doctor_context import DoctorSettings
 from streamops.checkpoint_tools.findings import Finding
 from streamops.cli import main
-from streamops.delta.damaged_files import unread_damaged_files
-from streamops.delta.log import DeltaLog, data_file_path
+from streamops.core.delta_format.damaged_files import unread_damaged_files
+from streamops.core.delta_format.log import DeltaLog, data_file_path
 
 UNREAD = (5, 6)
 """The versions appended after the world's stream caught up (it read versions 1..4)."""

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from checkpoint_worlds import FILE_COMPACT_INTERVAL, build_file_world
 
-from streamops.checkpoint.file_source_log import (
+from streamops.core.checkpoint_format.file_source_log import (
     FileSourceEntry,
     read_file_source_log,
     scan_file_source_log,
     truncate_file_source_log,
 )
-from streamops.exceptions import (
+from streamops.core.exceptions import (
     CheckpointNotFoundError,
     MalformedLogFileError,
     NotAFileSourceLogError,

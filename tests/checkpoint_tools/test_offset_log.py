@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from streamops.checkpoint.metadata_log import list_log
-from streamops.checkpoint.offset_log import (
+from streamops.core.checkpoint_format.metadata_log import list_log
+from streamops.core.checkpoint_format.offset_log import (
     classify_offset,
     kafka_regressions,
     parse_offsets,
 )
-from streamops.checkpoint.reader import read_checkpoint
-from streamops.delta.source_offsets import DeltaSourceOffset
-from streamops.exceptions import MalformedLogFileError
+from streamops.core.checkpoint_format.reader import read_checkpoint
+from streamops.core.delta_format.source_offsets import DeltaSourceOffset
+from streamops.core.exceptions import MalformedLogFileError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -12,12 +12,12 @@ import pytest
 from checkpoint_worlds import append_versions
 from test_doctor import doctor, finding, found
 
-from streamops.checkpoint.metadata_log import hadoop_crc, list_log
-from streamops.checkpoint.reader import read_checkpoint
 from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
 from streamops.checkpoint_tools.inspection import inspect_checkpoint
 from streamops.checkpoint_tools.skipped_checks import SINK_CHECKS, SOURCE_CHECKS
-from streamops.delta.log import DeltaLog, parse_commit
+from streamops.core.checkpoint_format.metadata_log import hadoop_crc, list_log
+from streamops.core.checkpoint_format.reader import read_checkpoint
+from streamops.core.delta_format.log import DeltaLog, parse_commit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 META = b'{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{}}'

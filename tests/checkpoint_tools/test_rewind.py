@@ -18,14 +18,14 @@ from checkpoint_worlds import (
     source_rows,
 )
 
-from streamops.checkpoint.metadata_log import remove_log_file
 from streamops.checkpoint_tools.correlation import correlate
 from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
 from streamops.checkpoint_tools.exceptions import RewindError
 from streamops.checkpoint_tools.rewind import apply_rewind, plan_rewind
-from streamops.delta.commit_metadata import BatchCommitInfo
+from streamops.core.checkpoint_format.metadata_log import remove_log_file
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_writer import write_batch
-from streamops.storage.location import Location
 
 
 def snapshot(root: Path | Location) -> dict[str, tuple[bytes, float]]:

@@ -26,10 +26,10 @@ from stateful_worlds import (
     write_landing,
 )
 
-from streamops.checkpoint.reader import read_checkpoint
 from streamops.checkpoint_tools.doctor import DoctorTarget, diagnose
 from streamops.checkpoint_tools.inspection import inspect_checkpoint
 from streamops.checkpoint_tools.rewind import apply_rewind, plan_rewind
+from streamops.core.checkpoint_format.reader import read_checkpoint
 
 FILES = 3
 KINDS = {

@@ -14,13 +14,13 @@ from waiting import wait_until
 from streamops.checkpoint_tools.stream_readers import StreamReaders, find_readers
 from streamops.checkpoint_tools.stream_safe_optimize import optimize_table
 from streamops.cli import main
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.log import DeltaLog
-from streamops.delta.read import read_delta
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.read import read_delta
+from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_writer import write_batch
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
-from streamops.storage.location import Location
 
 NO_READERS = StreamReaders((), ())
 

@@ -16,7 +16,7 @@ from pyspark.errors import StreamingQueryException
 from streamops.checkpoint_tools.stream_readers import find_readers
 from streamops.checkpoint_tools.stream_safe_vacuum import vacuum_table
 from streamops.cli import main
-from streamops.storage.location import Location
+from streamops.core.storage.location import Location
 
 LAG = 20
 

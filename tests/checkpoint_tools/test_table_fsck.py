@@ -15,8 +15,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from streamops.checkpoint_tools.table_fsck import FSCK_METADATA_KEY, fsck_table
 from streamops.cli import main
-from streamops.delta.log import DeltaLog
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.lake_layout import LakeLayout
 
 
 def run(capsys, *argv: object) -> tuple[int, str, str]:

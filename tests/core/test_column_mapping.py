@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta.column_mapping import ColumnMapping
-from streamops.delta.file_reader import read_data_file
-from streamops.delta.log import DeltaLog
-from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
-from streamops.storage.location import Location
+from streamops.core.delta_format.column_mapping import ColumnMapping
+from streamops.core.delta_format.file_reader import read_data_file
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset
+from streamops.core.storage.location import Location
 
 ITEM = pa.struct([("x", pa.int64()), ("y", pa.string())])
 

@@ -11,16 +11,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta.damaged_files import (
+from streamops.core.delta_format.damaged_files import (
     DamagedFile,
     damaged_files,
     outside_delta,
     table_damaged_files,
     unread_damaged_files,
 )
-from streamops.delta.log import DeltaLog
-from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, IndexedFile
-from streamops.exceptions import CheckpointError, StreamopsError, TableNotFoundError
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, IndexedFile
+from streamops.core.exceptions import CheckpointError, StreamopsError, TableNotFoundError
 
 
 def appended(table: Path, versions: int, rows: int = 5) -> list[Path]:

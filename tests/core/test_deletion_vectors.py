@@ -11,12 +11,12 @@ from delta_by_hand import HandTable
 from deltalake import DeltaTable
 from pyroaring import BitMap64
 
-from streamops.delta.column_mapping import ColumnMapping
-from streamops.delta.deletion_vectors import DeletionVector, DeletionVectorError, decode_bitmap
-from streamops.delta.file_reader import read_data_file
-from streamops.delta.log import DeltaLog
-from streamops.delta.source_offsets import DeltaFileIndex
-from streamops.storage.location import Location
+from streamops.core.delta_format.column_mapping import ColumnMapping
+from streamops.core.delta_format.deletion_vectors import DeletionVector, DeletionVectorError, decode_bitmap
+from streamops.core.delta_format.file_reader import read_data_file
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.source_offsets import DeltaFileIndex
+from streamops.core.storage.location import Location
 
 
 def test_the_protocols_examples_read_as_the_protocol_says():

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta.log import DeltaLog, commit_file_name, data_file_path
-from streamops.exceptions import TableNotFoundError, VersionNotInLogError
-from streamops.lake_layout import DELTA_LOG_DIR
+from streamops.core.delta_format.log import DeltaLog, commit_file_name, data_file_path
+from streamops.core.exceptions import TableNotFoundError, VersionNotInLogError
+from streamops.core.lake_layout import DELTA_LOG_DIR
 
 HOSTILE_PARTITIONS = ["a b", "x/y", "..", "../../escape", "c%d", "%2e%2e%2f", "é", "q?r#s"]
 """Partition values that would leave the table, or decode twice, if a path were handled naively."""

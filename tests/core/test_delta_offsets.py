@@ -12,8 +12,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamops.delta.log import DeltaLog, data_file_path
-from streamops.delta.source_offsets import BASE_INDEX, DeltaFileIndex, DeltaSourceOffset, SourceTableChangedError
+from streamops.core.delta_format.log import DeltaLog, data_file_path
+from streamops.core.delta_format.source_offsets import (
+    BASE_INDEX,
+    DeltaFileIndex,
+    DeltaSourceOffset,
+    SourceTableChangedError,
+)
 
 HOSTILE_PARTITIONS = ["a b", "x/y", "..", "../../escape", "c%d", "é"]
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from streamops.lake_layout import (
+from streamops.core.lake_layout import (
     MANAGEMENT_STREAM,
     InvalidNameError,
     LakeLayout,

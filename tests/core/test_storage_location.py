@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from streamops.storage.errors import MissingCredentialsError, UnsupportedLocationError
-from streamops.storage.location import Location
-from streamops.storage.store_options import store_options
-from streamops.storage.store_root import StoreRoot
+from streamops.core.storage.errors import MissingCredentialsError, UnsupportedLocationError
+from streamops.core.storage.location import Location
+from streamops.core.storage.store_options import store_options
+from streamops.core.storage.store_root import StoreRoot
 
 
 @pytest.mark.parametrize(

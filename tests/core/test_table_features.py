@@ -10,12 +10,12 @@ import pyarrow as pa
 from delta_by_hand import HandTable
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 
-from streamops.delta.column_mapping import ColumnMapping
-from streamops.delta.file_reader import read_data_file
-from streamops.delta.log import DeltaLog
-from streamops.delta.source_offsets import DeltaFileIndex
-from streamops.delta.table_features import TableProtocol, read_protocol, unreadable_reader_feature
-from streamops.storage.location import Location
+from streamops.core.delta_format.column_mapping import ColumnMapping
+from streamops.core.delta_format.file_reader import read_data_file
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.source_offsets import DeltaFileIndex
+from streamops.core.delta_format.table_features import TableProtocol, read_protocol, unreadable_reader_feature
+from streamops.core.storage.location import Location
 
 
 def test_tables_delta_rs_writes_are_readable_however_their_protocol_is_stored(tmp_path):

@@ -34,10 +34,10 @@ from prometheus_server import PrometheusServer, running_prometheus
 from pyspark.sql import functions as F
 from waiting import wait_until
 
+from streamops.core.lake_layout import LakeLayout
 from streamops.dashboards.build import FLEET_DASHBOARD, STREAM_DASHBOARD, build_documents
 from streamops.dashboards.exposition import sample_name
 from streamops.dashboards.expression_inventory import UsedQuery, interpolate, used_queries
-from streamops.lake_layout import LakeLayout
 from streamops.monitor.fleet import CdcApply
 from streamops.monitor.metric_catalog import (
     EVENT_TIME_MAX_LAG,
@@ -59,8 +59,8 @@ from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.pipeline_events import MonitorEvents
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 from streamops.pipeline.silver.silver_stream import SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 pytestmark = pytest.mark.services
 

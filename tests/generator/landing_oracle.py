@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamops.lake_layout import is_valid_event_type
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
+from streamops.core.lake_layout import is_valid_event_type
+from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ import orjson
 import pytest
 from landing_oracle import classify, depth
 
-from streamops.lake_layout import is_valid_event_type
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from streamops.core.lake_layout import is_valid_event_type
 from streamops.pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASON_OF, bad_record_count
+from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
 
 
 def lines_of(generated, kind):

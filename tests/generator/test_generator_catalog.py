@@ -7,7 +7,7 @@ import random
 import orjson
 from landing_oracle import path_kinds
 
-from streamops.lake_layout import is_valid_event_type
+from streamops.core.lake_layout import is_valid_event_type
 from streamops.pipeline.generator.attribute_schema import (
     Choice,
     Flag,

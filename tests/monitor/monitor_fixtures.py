@@ -13,8 +13,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from streamops.delta.backlog import Backlog
-from streamops.extras import MissingExtraError
+from streamops.core.delta_format.backlog import Backlog
+from streamops.core.extras import MissingExtraError
 from streamops.monitor.fleet import Fleet
 from streamops.monitor.progress_event import MonitorEvent, QueryProgress, parse_event
 from streamops.monitor.source_backlog import BacklogReading, SourceBacklog

@@ -8,8 +8,8 @@ from dataclasses import replace
 from monitor_fixtures import recorded_sequence, replay
 from prometheus_client import CollectorRegistry, generate_latest
 
-from streamops.delta.change_commits import ChangeCommit
-from streamops.delta.retention import RetentionHeadroom
+from streamops.core.delta_format.change_commits import ChangeCommit
+from streamops.core.delta_format.retention import RetentionHeadroom
 from streamops.monitor import metric_catalog as catalog
 from streamops.monitor.exporter import FleetCollector
 from streamops.monitor.fleet import CdcApply, Fleet, TableCommit

@@ -7,7 +7,7 @@ import json
 import pytest
 from monitor_fixtures import fixture_text
 
-from streamops.delta.source_offsets import DeltaSourceOffset
+from streamops.core.delta_format.source_offsets import DeltaSourceOffset
 from streamops.monitor.exceptions import ProgressEventError
 from streamops.monitor.progress_event import (
     QueryIdle,

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable
 from monitor_fixtures import fixture_text
 
-from streamops.delta.backlog import Backlog
+from streamops.core.delta_format.backlog import Backlog
 from streamops.monitor.exceptions import ProgressLogNotFoundError
 from streamops.monitor.metric_catalog import BATCH_PHASES
 from streamops.monitor.progress_event import parse_event

@@ -8,7 +8,7 @@ import time
 import pytest
 from monitor_fixtures import fixture_text, recorded_sequence
 
-from streamops.delta.backlog import Backlog
+from streamops.core.delta_format.backlog import Backlog
 from streamops.monitor.progress_event import QueryProgress, parse_event
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import COLUMN, COLUMNS, row_of, sample_from_row, sample_of

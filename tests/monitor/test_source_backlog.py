@@ -8,8 +8,8 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from monitor_fixtures import fixture_text
 
-from streamops.delta.log import DeltaLog
-from streamops.delta.source_offsets import DeltaSourceOffset
+from streamops.core.delta_format.log import DeltaLog
+from streamops.core.delta_format.source_offsets import DeltaSourceOffset
 from streamops.monitor.progress_event import QueryProgress, SourceProgress
 from streamops.monitor.source_backlog import SourceBacklog
 

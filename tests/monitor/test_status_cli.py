@@ -20,7 +20,7 @@ from streamops.monitor.stream_monitor import StreamMonitor
 def stopped_lake(spark, tmp_path_factory):
     """One stream stopped cleanly, one failed, one blocked with data waiting and one idle; the
     monitor is stopped while the last two still run, so the log never saw them terminate."""
-    from streamops.lake_layout import LakeLayout
+    from streamops.core.lake_layout import LakeLayout
 
     lake = LakeLayout.at(tmp_path_factory.mktemp("status") / "lake")
     append(lake.bronze_events, 0)
@@ -198,7 +198,7 @@ def test_status_without_a_progress_log_fails_with_one_line(tmp_path, capsys):
 
 def test_a_run_without_batches_keeps_the_streams_last_batch(spark, tmp_path):
     """`--until-idle` ends with a round that finds nothing: its empty run must not hide history."""
-    from streamops.lake_layout import LakeLayout
+    from streamops.core.lake_layout import LakeLayout
 
     lake = LakeLayout.at(tmp_path / "lake")
     append(lake.bronze_events, 0)

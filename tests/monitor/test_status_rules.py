@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from monitor_fixtures import fixture_text, recorded_sequence, replay
 
-from streamops.delta.backlog import Backlog
+from streamops.core.delta_format.backlog import Backlog
 from streamops.monitor.fleet import Fleet, StreamView
 from streamops.monitor.metric_catalog import STREAM_STATUSES
 from streamops.monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated

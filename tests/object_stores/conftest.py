@@ -18,7 +18,7 @@ from store_servers import (
     s3_store,
 )
 
-from streamops.storage.object_store_files import forget_stores
+from streamops.core.storage.object_store_files import forget_stores
 
 CLOUD_VARIABLE_PREFIXES = ("AWS_", "AZURE_", "AZURITE_", "GOOGLE_")
 

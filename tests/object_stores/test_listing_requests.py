@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from ports import free_port
 
-from streamops.checkpoint.reader import read_checkpoint
 from streamops.cli import main
+from streamops.core.checkpoint_format.reader import read_checkpoint
 
 pytestmark = pytest.mark.services
 

@@ -17,7 +17,7 @@ from lake_accounting import assert_exactly_once
 from store_servers import azure_store, s3_store
 from waiting import wait_until
 
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 

@@ -12,7 +12,7 @@ from store_servers import s3_store
 
 from streamops.checkpoint_tools.table_fsck import FSCK_METADATA_KEY
 from streamops.cli import main
-from streamops.delta.log import DeltaLog
+from streamops.core.delta_format.log import DeltaLog
 
 pytestmark = pytest.mark.services
 

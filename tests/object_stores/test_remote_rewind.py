@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streamops.checkpoint.reader import read_checkpoint
 from streamops.checkpoint_tools.rewind import BACKUP_MANIFEST, apply_rewind, plan_rewind
 from streamops.cli import main
-from streamops.storage.location import Location
+from streamops.core.checkpoint_format.reader import read_checkpoint
+from streamops.core.storage.location import Location
 
 pytestmark = pytest.mark.services
 

@@ -15,7 +15,7 @@ from built_lake import FAILING_STREAM
 from streamops.checkpoint_tools.doctor import diagnose_lake
 from streamops.checkpoint_tools.doctor_context import DoctorSettings
 from streamops.cli import main
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.monitor.fleet_status import fleet_status
 
 pytestmark = pytest.mark.services

@@ -18,7 +18,7 @@ from store_servers import s3_store
 from tcp_proxy import TcpProxy
 from waiting import wait_until
 
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 

@@ -9,7 +9,7 @@ import json
 
 from hypothesis import strategies as st
 
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, UTF8_BOM
+from streamops.pipeline.records.record_rules import MAX_DEPTH, UTF8_BOM
 
 EVENT_TYPES = ["click", "Click", "purchase", "a.b-c", "", "../x", "a b", None, 7]
 KEYS = st.one_of(

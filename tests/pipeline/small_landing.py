@@ -8,7 +8,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 
 
 def write_events(landing: Path, name: str, events: list[dict]) -> None:

@@ -22,7 +22,10 @@ from deltalake import write_deltalake
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import StreamingQueryException
 
-from streamops.pipeline.batch_function import (
+from streamops.core.storage.location import Location
+from streamops.pipeline.exceptions import LakeTableError
+from streamops.pipeline.lake_tables import require_writable_lake
+from streamops.pipeline.runtime.batch_function import (
     MAX_MESSAGE_CHARS,
     PROXY_ERROR_PREFIX,
     JavaCallFailed,
@@ -30,11 +33,8 @@ from streamops.pipeline.batch_function import (
     batch_function,
     java_call_summary,
 )
-from streamops.pipeline.exceptions import LakeTableError
-from streamops.pipeline.lake_tables import require_writable_lake
-from streamops.storage.location import Location
 
-PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
+PIPELINE = Path(__file__).resolve().parents[2] / "src" / "streamops" / "pipeline"
 SLOW_JOB = "java_method('java.lang.Thread', 'sleep', 30000L)"
 LONG_QUERY_NAME = "stopped_inside_a_job_" + "x" * 100
 """Spark takes a cancelled job for its own stop only if the message holds the run id, which comes

@@ -12,13 +12,13 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.errors import StreamingQueryException
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import WritePlan
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.pipeline.registry.schema_registry import REGISTRY_STAGE, Registration, SchemaRegistry
 
 

@@ -21,9 +21,9 @@ from cdc_landing import (
     values,
 )
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.cdc.cdc_stream import CdcGroupWriter
 from streamops.pipeline.exceptions import PipelineConfigError

@@ -24,8 +24,8 @@ from kafka_broker import KafkaBroker
 from postgres_server import NULL, PostgresServer
 from waiting import wait_until
 
-from streamops.delta.read import is_table, read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import is_table, read_delta
+from streamops.core.lake_layout import LakeLayout
 
 pytestmark = [pytest.mark.e2e, pytest.mark.services]
 

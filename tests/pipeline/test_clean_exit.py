@@ -5,7 +5,7 @@ The bug this guards against: `streamops run` printed its summary, then died with
 still releasing a finished delta-rs scan whose Parquet files were Python objects (deltalake's
 default `PyFileSystem`), so it needed the GIL while the main thread was finalizing the
 interpreter; CPython ended that thread with `pthread_exit` inside a `noexcept` C++ destructor.
-streamops reads every table through `streamops.delta.read`, which gives Arrow its native local
+streamops reads every table through `streamops.core.delta_format.read`, which gives Arrow its native local
 filesystem. The race is timing-dependent, so the real commands run several times each, in
 subprocesses, on fresh lakes (the first run on a new lake aborted most), two at a time so the
 machine is busy the way it was when the aborts were seen. The lake-reading loop is where the
@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
+from streamops.core.storage.arrow_filesystem import arrow_filesystem
 from streamops.monitor.progress_log import ProgressLog
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
-from streamops.storage.arrow_filesystem import arrow_filesystem
 
 pytestmark = pytest.mark.e2e
 
@@ -46,8 +46,8 @@ RUN_TIMEOUT = 300
 READ_LAKE = """
 import sys
 from streamops.pipeline.lake_summary import summarize_lake
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 
 lake = LakeLayout.at(sys.argv[1])
 summary = summarize_lake(lake)

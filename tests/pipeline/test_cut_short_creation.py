@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from streamops.delta.read import is_table, open_table
+from streamops.core.delta_format.read import is_table, open_table
 from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 
 SCHEMA = pa.schema([("event_type", pa.string())])

@@ -18,10 +18,10 @@ from deltalake.transaction import PostCommitHookProperties
 from pyspark.errors import StreamingQueryException
 from waiting import wait_until
 
-from streamops.delta import commit_metadata
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.read import read_delta
-from streamops.lake_layout import TABLE_CONFIGURATION
+from streamops.core.delta_format import commit_metadata
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.batch_commit import _post_commit_hooks, commit_files
 from streamops.pipeline.delta_connector.batch_writer import write_batch
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta

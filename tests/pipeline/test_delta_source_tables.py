@@ -17,8 +17,8 @@ from delta_streams import RunningStream, drain, source
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 from pyspark.errors import StreamingQueryException
 
-from streamops.delta.deletion_vectors import DeletionVector
-from streamops.storage.location import Location
+from streamops.core.delta_format.deletion_vectors import DeletionVector
+from streamops.core.storage.location import Location
 
 
 def ids(rows: list[dict]) -> list[int]:

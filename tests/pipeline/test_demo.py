@@ -19,7 +19,7 @@ from deltalake import DeltaTable
 from ports import free_port
 from waiting import wait_until
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.demo import DemoOptions
 from streamops.pipeline.exceptions import DemoError
 

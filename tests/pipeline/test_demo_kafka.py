@@ -13,7 +13,7 @@ from kafka_broker import KafkaBroker
 from test_demo import Demo, assert_lake_has_data
 from test_kafka_pipeline import coordinates, finished
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.demo import DEMO_CONSUMER_GROUP, DEMO_PARTITIONS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.services]

@@ -25,9 +25,9 @@ from deltalake.exceptions import CommitFailedError
 from lake_accounting import assert_exactly_once, ids, with_event_id
 from waiting import wait_until
 
-from streamops.delta.damaged_files import table_damaged_files
-from streamops.delta.read import read_delta
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.core.delta_format.damaged_files import table_damaged_files
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 

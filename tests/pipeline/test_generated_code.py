@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from small_landing import event, write_events
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 from streamops.pipeline.silver import silver_stream
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 
 class CompilationsPerBatch:

@@ -8,7 +8,7 @@ from delta_streams import drain, drain_batches
 from deltalake import write_deltalake
 from pyspark.errors import StreamingQueryException
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.delta_source import ROW_FILTER_OPTION
 from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, assignment_rows

@@ -13,8 +13,8 @@ from deltalake import DeltaTable
 from hostile_lines import landing_lines
 from hypothesis import HealthCheck, given, settings
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 
 pytestmark = pytest.mark.e2e
 

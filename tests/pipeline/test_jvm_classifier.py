@@ -11,9 +11,9 @@ import pytest
 from streamops.pipeline.bronze import jvm_classifier
 from streamops.pipeline.bronze.bronze_classifier import KAFKA_FIELDS, BatchClassifier
 from streamops.pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
 
 COMPARED = ["event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason", "payload"]
 

@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka_broker import KafkaBroker
 from waiting import wait_until
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import BRONZE_STREAM, LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 
 pytestmark = [pytest.mark.e2e, pytest.mark.services]
 

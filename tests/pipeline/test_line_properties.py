@@ -14,16 +14,16 @@ from hostile_lines import hostile_lines, landing_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_classifier import judge_line, strip_bom
-from streamops.pipeline.bronze.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
-from streamops.pipeline.bronze.strict_json import loads
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES, QUARANTINE_REASONS
+from streamops.pipeline.records.strict_json import loads
 from streamops.pipeline.registry.schema_registry import NewVariation, SchemaRegistry
 from streamops.pipeline.registry.schema_variation import variation_paths
-from streamops.pipeline.silver.silver_schemas import silver_schemas
+from streamops.pipeline.registry.silver_schemas import silver_schemas
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
 
 FIELDS = ("event_type", "event_id", "event_time_text", "schema_hash", "quarantine_reason")

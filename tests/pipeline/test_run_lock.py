@@ -12,9 +12,9 @@ import time
 import orjson
 import pytest
 
-from streamops.lake_layout import LakeLayout
-from streamops.pipeline import run_lock
-from streamops.pipeline.run_lock import STALE_SECONDS, LakeBusyError, LockHolder, RunLock
+from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.run import run_lock
+from streamops.pipeline.run.run_lock import STALE_SECONDS, LakeBusyError, LockHolder, RunLock
 
 
 def write_lock(lake: LakeLayout, stage: str, **fields) -> None:

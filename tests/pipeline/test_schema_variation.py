@@ -1,6 +1,6 @@
 import pytest
 
-from streamops.pipeline.bronze.strict_json import loads, structural_depth
+from streamops.pipeline.records.strict_json import loads, structural_depth
 from streamops.pipeline.registry.schema_variation import VariationCache, shape_verdict, variation_hash, variation_paths
 
 

@@ -14,20 +14,20 @@ from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
 from streamops.cli import main
-from streamops.delta.commit_metadata import BatchCommitInfo
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import CONNECTORS, EmbeddedDelta, connector_for
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.records.column_names import NESTED_SEPARATOR
 from streamops.pipeline.registry.schema_compat import field_type
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
-from streamops.pipeline.silver.column_names import NESTED_SEPARATOR
-from streamops.pipeline.silver.silver_schemas import silver_schemas
+from streamops.pipeline.registry.silver_schemas import silver_schemas
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 from streamops.pipeline.silver.silver_stream import SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 STAGE_TO_CHANGE_KIND = {
     "base": "new_event_type",

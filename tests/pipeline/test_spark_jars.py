@@ -13,7 +13,7 @@ import pytest
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-from streamops.pipeline.spark_jars import (
+from streamops.pipeline.runtime.spark_jars import (
     JARS_DIR_ENV,
     RESOLVER_ENV,
     JarsUnresolvedError,
@@ -47,7 +47,7 @@ def test_an_unknown_resolver_and_a_missing_maven_are_one_line_each(tmp_path, mon
         jar_settings([delta_spark_package()])
     monkeypatch.setenv(RESOLVER_ENV, "maven")
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("streamops.pipeline.spark_jars.MAVEN_CACHE", tmp_path / "cache")
+    monkeypatch.setattr("streamops.pipeline.runtime.spark_jars.MAVEN_CACHE", tmp_path / "cache")
     with pytest.raises(JarsUnresolvedError, match="needs Maven") as raised:
         jar_settings([delta_spark_package()])
     assert "\n" not in str(raised.value)
@@ -55,7 +55,7 @@ def test_an_unknown_resolver_and_a_missing_maven_are_one_line_each(tmp_path, mon
 
 @pytest.mark.e2e
 def test_maven_resolves_into_the_cache_without_what_pyspark_ships(tmp_path, monkeypatch):
-    monkeypatch.setattr("streamops.pipeline.spark_jars.MAVEN_CACHE", tmp_path / "cache")
+    monkeypatch.setattr("streamops.pipeline.runtime.spark_jars.MAVEN_CACHE", tmp_path / "cache")
     jars = maven_resolved([delta_spark_package()])
     names = {jar.name for jar in jars}
     assert any(name.startswith("delta-spark_4.2_2.13-") for name in names)
@@ -88,7 +88,7 @@ def test_a_native_run_on_jars_maven_resolved_is_exactly_once(tmp_path):
 @pytest.mark.e2e
 def test_jars_ivy_cannot_resolve_stop_the_run_with_one_line(tmp_path):
     code = (
-        "from streamops.pipeline.spark_session import build_spark\n"
+        "from streamops.pipeline.run.spark_session import build_spark\n"
         "build_spark(master='local[1]', packages=['io.delta:no-such-artifact_2.13:0.0.1'])\n"
     )
     environment = {**os.environ, "HOME": str(tmp_path)}

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from streamops.pipeline.exceptions import JavaNotFoundError
-from streamops.pipeline.spark_session import ensure_java
+from streamops.pipeline.run.spark_session import ensure_java
 
 
 def test_missing_java_is_a_one_line_error(monkeypatch, tmp_path):
@@ -44,7 +44,7 @@ def test_cli_reports_missing_java_in_one_line_without_a_traceback(tmp_path):
 
 
 def test_streamops_java_options_come_after_arrows_and_an_explicit_value_wins(monkeypatch):
-    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS, JAVA_OPTIONS_ENV, jvm_options
+    from streamops.pipeline.run.spark_session import ARROW_JAVA_OPTIONS, JAVA_OPTIONS_ENV, jvm_options
 
     monkeypatch.setenv(JAVA_OPTIONS_ENV, "-XX:TieredStopAtLevel=1 -Xss4m")
     assert jvm_options() == f"{ARROW_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -Xss4m"
@@ -54,7 +54,7 @@ def test_streamops_java_options_come_after_arrows_and_an_explicit_value_wins(mon
 
 
 def test_the_drivers_jvm_runs_with_the_options_it_was_given(spark):
-    from streamops.pipeline.spark_session import ARROW_JAVA_OPTIONS
+    from streamops.pipeline.run.spark_session import ARROW_JAVA_OPTIONS
 
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
@@ -63,7 +63,7 @@ def test_the_drivers_jvm_runs_with_the_options_it_was_given(spark):
 
 
 def test_python_workers_give_freed_memory_back_to_the_system(spark):
-    from streamops.pipeline.process_memory import MEMORY_ENVIRONMENT
+    from streamops.pipeline.runtime.process_memory import MEMORY_ENVIRONMENT
 
     def report(batches):
         import os
@@ -84,7 +84,7 @@ def test_python_workers_give_freed_memory_back_to_the_system(spark):
 
 
 def test_a_users_environment_or_spark_setting_wins_over_the_memory_defaults(monkeypatch):
-    from streamops.pipeline.process_memory import give_back_freed_memory
+    from streamops.pipeline.runtime.process_memory import give_back_freed_memory
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
@@ -97,7 +97,7 @@ def test_a_users_environment_or_spark_setting_wins_over_the_memory_defaults(monk
 
 def test_each_connector_sizes_the_drivers_heap_unless_the_environment_does(monkeypatch):
     from streamops.pipeline.delta_connector.connector import session_needs
-    from streamops.pipeline.spark_session import DRIVER_MEMORY_ENV
+    from streamops.pipeline.runtime.jvm import DRIVER_MEMORY_ENV
 
     monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
     assert session_needs("embedded")[0]["spark.driver.memory"] == "1g"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from streamops.pipeline.sql_literals import is_in, string_literal
+from streamops.pipeline.runtime.sql_literals import is_in, string_literal
 
 AWKWARD = ["plain", "it's", "back\\slash", "nul\x00inside", "tab\tand\nnewline", "\x7f", 'quote"d', "ünï\U0001f600", ""]
 

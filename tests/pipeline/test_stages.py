@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout
 from streamops.monitor.fleet_status import fleet_status
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings

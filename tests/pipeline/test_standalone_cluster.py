@@ -26,8 +26,8 @@ import pytest
 from spark_event_log import event_log_conf_dir, task_result_bytes
 from standalone_cluster import StandaloneCluster
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 

@@ -16,13 +16,13 @@ import pytest
 from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
 from streamops.pipeline.pipeline_events import Unmonitored
-from streamops.pipeline.query_restarts import MAX_BACKOFF_SECONDS, QueryRestarts, backoff_seconds
+from streamops.pipeline.run.query_restarts import MAX_BACKOFF_SECONDS, QueryRestarts, backoff_seconds
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 from streamops.pipeline.silver.silver_stream import SilverSettings
-from streamops.pipeline.supervisor import PipelineSettings, Supervisor
 
 BACKOFF_LINE = re.compile(r"restarting in (\d+)s$")
 

@@ -23,7 +23,7 @@ def test_a_sink_task_freezes_what_the_imports_made_and_later_garbage_is_still_co
         import pyarrow as pa
         from streamops.pipeline.delta_connector.lake_sink import LakeSinkWriter
         from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
-        from streamops.delta.commit_metadata import BatchCommitInfo
+        from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 
         plan = WritePlan(
             commit=BatchCommitInfo("s", 0),
@@ -67,7 +67,7 @@ def test_freezing_collects_first_so_no_garbage_from_before_is_kept_for_ever():
         cycle = Node()
         cycle.self = cycle
         del cycle
-        from streamops.pipeline.worker_gc import freeze_imported_objects
+        from streamops.pipeline.runtime.worker_gc import freeze_imported_objects
         freeze_imported_objects()
         frozen = gc.get_freeze_count()
         gc.unfreeze()

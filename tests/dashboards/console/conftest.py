@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from streamops.core.lake_layout import LakeLayout
 from streamops.dashboards.console import APP_PATH, LAKE_ENV
-from streamops.lake_layout import LakeLayout
 
 
 @pytest.fixture

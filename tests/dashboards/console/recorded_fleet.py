@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
-from streamops.delta.backlog import Backlog
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.backlog import Backlog
+from streamops.core.lake_layout import LakeLayout
 from streamops.monitor.progress_event import QueryProgress, QueryStarted, QueryTerminated
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import row_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.monitor.progress_event import QueryProgress, parse_event
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import row_of

@@ -12,7 +12,7 @@ from PIL import Image
 from recorded_fleet import write_recorded_fleet
 from recorded_runs import write_recorded_runs
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
 from streamops.monitor.fleet_status import fleet_status
 
 pytestmark = pytest.mark.services

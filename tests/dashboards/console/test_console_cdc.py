@@ -10,8 +10,8 @@ import pytest
 from cdc_landing import DATABASE, RECORDINGS, drain, land, recorded, values
 from test_console_views import frame, lake_files, open_page, texts
 
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.delta_connector.connector import connector_for
 
 

@@ -11,9 +11,9 @@ import pytest
 from recorded_runs import write_recorded_runs
 from test_console_views import frame, open_page, texts
 
-from streamops.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout
+from streamops.core.plain_text import human_seconds
 from streamops.monitor.fleet_status import fleet_status
-from streamops.plain_text import human_seconds
 
 
 @pytest.fixture(scope="module")

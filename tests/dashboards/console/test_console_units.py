@@ -7,6 +7,7 @@ import json
 import pytest
 from recorded_fleet import intended_status, write_recorded_fleet
 
+from streamops.core.lake_layout import LakeLayout, group_of
 from streamops.dashboards.console.fleet_table import (
     FleetFilter,
     fleet_frame,
@@ -16,7 +17,6 @@ from streamops.dashboards.console.fleet_table import (
     status_counts,
 )
 from streamops.dashboards.console.schema_diff import FieldChange, diff_schemas, flatten_schema
-from streamops.lake_layout import LakeLayout, group_of
 from streamops.monitor.fleet_status import fleet_status
 from streamops.monitor.status_severity import SEVERITY
 

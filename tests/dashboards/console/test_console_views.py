@@ -13,10 +13,10 @@ import os
 import pytest
 from built_lake import FAILING_STREAM
 
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
 from streamops.dashboards.console.page_shell import plain
 from streamops.dashboards.console.schema_diff import diff_schemas
-from streamops.delta.read import read_delta
-from streamops.lake_layout import LakeLayout
 from streamops.monitor.fleet_status import fleet_status
 
 

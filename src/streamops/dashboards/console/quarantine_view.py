@@ -1,0 +1,84 @@
+"""Quarantine browser: every record the pipeline could not use, by reason, with its raw text.
+
+Counts come first (which reasons, which streams and event types), then one reason's records a
+page at a time; selecting a record shows its whole text, so the engineer can hand the producer
+the exact line that was refused.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from streamops.core.lake_layout import LakeLayout
+from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.fleet_table import page_count, page_of
+from streamops.dashboards.console.page_shell import open_lake
+
+PAGE_SIZE = 50
+PREVIEW_CHARS = 160
+FULL_TEXT_CHARS = 20_000
+WHAT_TO_DO = {
+    "incompatible_type": "A field changed to a type the silver table cannot hold: see the Schemas view "
+    "(schema alerts) and fix the producer.",
+    "malformed_json": "The producer wrote a line that is not JSON: fix its serializer.",
+    "not_an_object": "The line is JSON but not an object (array or scalar): fix the producer.",
+    "missing_event_type": "The event has no `event_type`: fix the producer.",
+    "invalid_event_type": "`event_type` is not a safe table name (letters, digits, `_`, `.`, `-`).",
+    "empty_line": "Blank lines in the landing files: usually harmless, fix the writer if they grow.",
+    "invalid_utf8": "The line is not valid UTF-8: fix the producer's encoding.",
+    "too_large": "The line is over 1 MiB: split the event or drop the oversized attribute.",
+    "too_deep": "The event nests deeper than 32 levels: flatten it at the producer.",
+}
+
+
+def render(lake: LakeLayout) -> None:
+    st.title("Quarantine")
+    root = str(lake.root)
+    counts = lake_reads.quarantine_counts(root)
+    if counts is None or counts.empty:
+        st.success("Nothing quarantined: every record reached bronze and silver.")
+        return
+    by_reason = counts.groupby("reason", as_index=False)["rows"].sum().sort_values("rows", ascending=False)
+    st.caption(f"{int(by_reason['rows'].sum()):,} quarantined records in {len(by_reason)} reasons")
+    left, right = st.columns([2, 3])
+    left.altair_chart(charts.bars(by_reason, "reason", "rows", "Records by reason"), width="stretch")
+    right.dataframe(counts, hide_index=True, key="quarantine_counts")
+    reason = st.selectbox("Reason", by_reason["reason"].tolist(), key="reason", bind="query-params")
+    st.caption(WHAT_TO_DO.get(reason, ""))
+    records = lake_reads.quarantine_rows(root, reason)
+    if records is None or records.empty:
+        st.info(f"No `{reason}` record any more.")
+        return
+    pages = page_count(len(records), PAGE_SIZE)
+    page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} records each)", 1, pages, 1, key="quarantine_page")
+    window = page_of(records, int(page), PAGE_SIZE).reset_index(drop=True)
+    preview = window.drop(columns=["raw_text"]).assign(raw_text=window["raw_text"].map(_preview))
+    selection = st.dataframe(
+        preview,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="quarantine_records",
+        column_config={"raw_text": st.column_config.TextColumn("raw text", width="large")},
+    )
+    chosen = selection.selection.rows if selection is not None else []
+    record = window.iloc[chosen[0] if chosen else 0]
+    st.caption(
+        f"{'Selected' if chosen else 'Newest'} record: stream `{record['stream']}`, batch {record['batch_id']}, "
+        f"from `{record['source_file']}` — {record['detail'] or reason}"
+    )
+    text = record["raw_text"] if isinstance(record["raw_text"], str) else ""
+    if len(text) > FULL_TEXT_CHARS:
+        st.caption(f"first {FULL_TEXT_CHARS:,} of {len(text):,} characters")
+    st.code(text[:FULL_TEXT_CHARS] or "(empty)", language=None, wrap_lines=True)
+
+
+def _preview(text: object) -> str:
+    if not isinstance(text, str) or pd.isna(text):
+        return ""
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+
+
+if __name__ == "__main__":
+    render(open_lake())

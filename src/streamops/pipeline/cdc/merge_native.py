@@ -1,0 +1,343 @@
+"""One table's batch of changes applied with delta-spark MERGEs (the native connector).
+
+The same decisions as the reference (pipeline/cdc/change_apply.py), computed in Spark so that no
+row passes through the driver: the last change per key by a window, late upserts dropped by a
+join with the deleted keys, the history's versions by a window over each key's fresh changes.
+Then, in the embedded apply's order (history, deleted keys, current state), one delta-spark MERGE
+per table, each txn-idempotent for (stream, batch id). delta-spark takes a MERGE's txn and commit
+metadata from session settings (`spark.databricks.delta.write.txnAppId`, `txnVersion`,
+`commitInfo.userMetadata`), which every query of the session shares: the MERGEs of all tables
+and groups of this process, and the commits that carry no identity of their own, take turns
+under one lock (pipeline/delta_connector/session_commits.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import is_table, open_table
+from streamops.core.lake_layout import TABLE_CONFIGURATION
+from streamops.core.storage.location import Location
+from streamops.pipeline.cdc import cdc_tables as tables
+from streamops.pipeline.cdc.change_apply import (
+    ACTION,
+    EVENT_TIME,
+    KEY,
+    MATCH_FROM,
+    OP,
+    ORDER,
+    SEQUENCE,
+    VALID_FROM,
+    VALID_FROM_TIME,
+    VALID_TO,
+    VALID_TO_TIME,
+)
+from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
+from streamops.pipeline.cdc.merge_embedded import MergeCounts
+from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
+from streamops.pipeline.lake_tables import table_access
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+DIALECT: tables.Dialect = "spark"
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+MARKER = "_cdc_marker"
+HELD = "_cdc_held"
+
+
+def apply_native(
+    rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo, retention_seconds: float
+) -> MergeCounts:
+    """Apply one table's typed changes (flat row columns + tables.CHANGE_COLUMNS + lineage)."""
+    from pyspark.sql import functions as F
+
+    spark = rows.sparkSession
+    rows = rows.persist()
+    try:
+        deleted, truncated = _deleted_keys(spark, target.deleted_keys)
+        truncates = [(r[0], r[1]) for r in rows.where(F.col(OP) == "t").select(SEQUENCE, EVENT_TIME).collect()]
+        truncates.sort()
+        newest_time = rows.agg(F.max(EVENT_TIME)).first()[0]
+        floor = max((s for s in (truncated, truncates[-1][0] if truncates else None) if s is not None), default=None)
+        marked = rows.where(F.col(OP) != "t").join(deleted, KEY, "left")
+        current = _last_per_key(marked)
+        if floor is not None:
+            current = current.where(F.col(SEQUENCE) > F.lit(floor))
+        current = current.where((F.col(OP) == "d") | F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
+        current = current.persist()
+        versions = 0
+        if target.history is not None:
+            history = _history(spark, marked, target, truncated, truncates)
+            newer = [t for t in truncates if truncated is None or t[0] > truncated]
+            versions = _merge_history(spark, history, target, newer[0] if newer else None, commit)
+        markers = _markers(current, truncates, truncated)
+        if markers is not None:
+            cutoff = None if newest_time is None else newest_time.timestamp() - retention_seconds
+            _merge_deleted_keys(spark, markers, target.deleted_keys, cutoff, commit)
+        truncate = truncates[-1][0] if truncates else None
+        if truncate is None and current.isEmpty():
+            return MergeCounts(history_versions=versions)
+        counts = _merge_current(spark, current.drop(MARKER, KEY, ORDER), target, truncate, commit)
+        current.unpersist()
+        return MergeCounts(**counts, history_versions=versions, truncated=truncate is not None)
+    finally:
+        rows.unpersist()
+
+
+def _deleted_keys(spark: SparkSession, table: Location) -> tuple[DataFrame, str | None]:
+    """(key, marker sequence) of the table's deleted keys, and its last truncate's sequence."""
+    from pyspark.sql import functions as F
+
+    if not is_table(table):
+        return spark.createDataFrame([], f"{KEY} string, {MARKER} string"), None
+    markers = spark.read.format("delta").load(str(table))
+    truncated = markers.where(F.col("key") == TRUNCATE_KEY).select("sequence").first()
+    keys = markers.where(F.col("key") != TRUNCATE_KEY).select(F.col("key").alias(KEY), F.col("sequence").alias(MARKER))
+    return keys, truncated[0] if truncated else None
+
+
+def _last_per_key(changes: DataFrame) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest = Window.partitionBy(KEY).orderBy(F.col(SEQUENCE).desc(), F.col(ORDER).desc())
+    return changes.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1).drop("_rank")
+
+
+def _markers(current: DataFrame, truncates: list[tuple[str, Any]], truncated: str | None) -> DataFrame | None:
+    """The deleted keys' MERGE source: newer deletes, upserts of marked keys, a newer truncate."""
+    from pyspark.sql import functions as F
+
+    marks = current.where(
+        ((F.col(OP) == "d") & (F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE))))
+        | ((F.col(OP) != "d") & F.col(MARKER).isNotNull())
+    ).select(*[F.col(change).alias(column) for column, change in tables.DELETED_KEYS_COLUMNS.items()])
+    newer = [t for t in truncates if truncated is None or t[0] > truncated]
+    if newer:
+        spark = current.sparkSession
+        whole = spark.createDataFrame([(TRUNCATE_KEY, newer[-1][0], "t", newer[-1][1])], marks.schema)
+        marks = marks.unionByName(whole)
+    return marks if not marks.isEmpty() else None
+
+
+def _between(truncates: list[tuple[str, Any]], after: Column, before: Column) -> Column:
+    """The first of the batch's truncates after `after` and before `before` (no limit when null)."""
+    from pyspark.sql import functions as F
+
+    if not truncates:
+        return F.lit(None).cast("struct<s:string,t:timestamp>")
+    candidates = F.array(*[F.struct(F.lit(s).alias("s"), F.lit(t).cast("timestamp").alias("t")) for s, t in truncates])
+    return F.get(F.filter(candidates, lambda x: (x["s"] > after) & (before.isNull() | (x["s"] < before))), 0)
+
+
+def _history(
+    spark: SparkSession,
+    marked: DataFrame,
+    target: tables.CdcTarget,
+    truncated: str | None,
+    truncates: list[tuple[str, Any]],
+) -> DataFrame:
+    """The history's MERGE source (insert and close rows), as change_apply.history makes it."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = list(target.keys)
+    if is_table(target.current):
+        held = spark.read.format("delta").load(str(target.current)).select(*keys, F.col(SEQUENCE).alias(HELD))
+        marked = marked.join(held, keys, "left")
+    else:
+        marked = marked.withColumn(HELD, F.lit(None).cast("string"))
+    state = F.greatest(F.coalesce(HELD, F.lit("")), F.coalesce(MARKER, F.lit("")), F.lit(truncated or ""))
+    fresh = marked.where(F.col(SEQUENCE) > state)
+    order = Window.partitionBy(KEY).orderBy(SEQUENCE, ORDER)
+    fresh = (
+        fresh.withColumn("_next", F.lead(SEQUENCE).over(order))
+        .withColumn("_next_time", F.lead(EVENT_TIME).over(order))
+        .withColumn("_first", F.row_number().over(order) == 1)
+    )
+    cut = _between(truncates, F.col(SEQUENCE), F.col("_next"))
+    inserts = fresh.where(F.col(OP) != "d").select(
+        "*",
+        F.lit("insert").alias(ACTION),
+        F.col(SEQUENCE).alias(MATCH_FROM),
+        F.col(SEQUENCE).alias(VALID_FROM),
+        F.col(EVENT_TIME).alias(VALID_FROM_TIME),
+        F.coalesce(cut["s"], F.col("_next")).alias(VALID_TO),
+        F.when(cut.isNotNull(), cut["t"]).otherwise(F.col("_next_time")).alias(VALID_TO_TIME),
+    )
+    before = _between(truncates, F.col(HELD), F.col(SEQUENCE))
+    closes = fresh.where(F.col("_first") & F.col(HELD).isNotNull()).select(
+        "*",
+        F.lit("close").alias(ACTION),
+        F.col(HELD).alias(MATCH_FROM),
+        F.lit(None).cast("string").alias(VALID_FROM),
+        F.lit(None).cast("timestamp").alias(VALID_FROM_TIME),
+        F.coalesce(before["s"], F.col(SEQUENCE)).alias(VALID_TO),
+        F.when(before.isNotNull(), before["t"]).otherwise(F.col(EVENT_TIME)).alias(VALID_TO_TIME),
+    )
+    columns = [
+        c for c in inserts.columns if c not in ("_next", "_next_time", "_first", HELD, MARKER, KEY, ORDER, SEQUENCE)
+    ]
+    return inserts.select(*columns).unionByName(closes.select(*columns))
+
+
+@contextmanager
+def _batch_identity(spark: SparkSession, commit: BatchCommitInfo) -> Iterator[None]:
+    """The session settings that make a delta-spark MERGE carry the batch's txn and identity."""
+    with SESSION_COMMITS:
+        spark.conf.set(TXN_APP_ID, commit.stream)
+        spark.conf.set(TXN_VERSION, str(commit.batch_id))
+        spark.conf.set(USER_METADATA, commit.to_user_metadata())
+        try:
+            yield
+        finally:
+            for name in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
+                spark.conf.unset(name)
+
+
+def _done(table: Location, commit: BatchCommitInfo) -> bool:
+    if not is_table(table):
+        return False
+    version = open_table(table).transaction_version(commit.stream)
+    return version is not None and version >= commit.batch_id
+
+
+def _create(
+    spark: SparkSession, table: Location, schema: StructType, target: tables.CdcTarget | None, cdf: bool
+) -> None:
+    """Create `table` unless it exists; its columns marked as `target` says (None: unmarked)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql.types import StructField, StructType
+
+    if is_table(table):
+        return
+    fields = [
+        StructField(f.name, f.dataType, True, target.column_metadata(f.name) if target else {}) for f in schema.fields
+    ]
+    builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(StructType(fields))
+    for key, value in (tables.CDC_TABLE_CONFIGURATION if cdf else TABLE_CONFIGURATION).items():
+        builder = builder.property(key, value)
+    with SESSION_COMMITS, table_access(table, "create"):
+        builder.execute()
+
+
+def _merge_metrics(table: Location, before: int) -> dict[str, int]:
+    """Rows the MERGE committed after version `before` inserted, updated and deleted (none when
+    delta-spark skipped it: the table already held the batch)."""
+    handle = open_table(table)
+    if handle.version() == before:
+        return {"inserted": 0, "updated": 0, "deleted": 0, "silver_version": None}
+    metrics = handle.history(1)[0].get("operationMetrics") or {}
+    return {
+        "inserted": int(metrics.get("numTargetRowsInserted", 0)),
+        "updated": int(metrics.get("numTargetRowsUpdated", 0)),
+        "deleted": int(metrics.get("numTargetRowsDeleted", 0)),
+        "silver_version": handle.version(),
+    }
+
+
+def _merge_current(
+    spark: SparkSession, current: DataFrame, target: tables.CdcTarget, truncate: str | None, commit: BatchCommitInfo
+) -> dict[str, Any]:
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    columns = [c for c in current.columns if c not in tables.CURRENT_EXTRA] + list(tables.CURRENT_EXTRA)
+    source = current.select(*columns)
+    _create(spark, target.current, source.schema, target, cdf=True)
+    if _done(target.current, commit):
+        return {"inserted": 0, "updated": 0, "deleted": 0, "silver_version": None}
+    before = open_table(target.current).version()
+    predicates = tables.current_predicates(DIALECT)
+    with _batch_identity(spark, commit), table_access(target.current, f"merge batch {commit.batch_id} into"):
+        merger = (
+            SparkDeltaTable.forPath(spark, str(target.current))
+            .alias("t")
+            .merge(source.alias("s"), tables.keys_match(target.keys, DIALECT))
+            .withSchemaEvolution()
+            .whenMatchedDelete(predicates["delete"])
+            .whenMatchedUpdateAll(predicates["update"])
+            .whenNotMatchedInsertAll(predicates["insert"])
+        )
+        if truncate is not None:
+            merger = merger.whenNotMatchedBySourceDelete(tables.truncated_rows(truncate, DIALECT))
+        merger.execute()
+    return _merge_metrics(target.current, before)
+
+
+def _merge_deleted_keys(
+    spark: SparkSession, markers: DataFrame, table: Location, cutoff: float | None, commit: BatchCommitInfo
+) -> None:
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
+    if _done(table, commit):
+        return
+    predicates = tables.deleted_keys_predicates(DIALECT)
+    values = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in tables.DELETED_KEYS_SCHEMA.names}
+    with _batch_identity(spark, commit), table_access(table, f"merge batch {commit.batch_id} into"):
+        merger = (
+            SparkDeltaTable.forPath(spark, str(table))
+            .alias("t")
+            .merge(markers.alias("s"), "t.key = s.key")
+            .whenMatchedUpdate(predicates["record"], values)
+            .whenMatchedDelete(predicates["remove"])
+            .whenNotMatchedInsert(predicates["insert"], values)
+        )
+        if cutoff is not None:
+            from datetime import datetime, timezone
+
+            moment = datetime.fromtimestamp(cutoff, tz=timezone.utc).isoformat()
+            merger = merger.whenNotMatchedBySourceDelete(tables.expired_deleted_keys(moment, DIALECT))
+        merger.execute()
+
+
+def _merge_history(
+    spark: SparkSession,
+    history: DataFrame,
+    target: tables.CdcTarget,
+    closes_all: tuple[str, Any] | None,
+    commit: BatchCommitInfo,
+) -> int:
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    assert target.history is not None
+    own = [c for c in history.columns if c not in tables.HISTORY_EXTRA and c not in tables.HISTORY_HELPERS]
+    columns = own + list(tables.HISTORY_EXTRA)
+    _create(spark, target.history, history.select(*columns).schema, target, cdf=True)
+    if _done(target.history, commit):
+        return 0
+    _add_columns(spark, target.history, history.select(*columns))
+    before = open_table(target.history).version()
+    predicates = tables.history_predicates(DIALECT)
+    inserted = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in columns}
+    with _batch_identity(spark, commit), table_access(target.history, f"merge batch {commit.batch_id} into"):
+        merger = (
+            SparkDeltaTable.forPath(spark, str(target.history))
+            .alias("t")
+            .merge(history.alias("s"), tables.history_match(target.keys, DIALECT))
+            .whenMatchedUpdate(predicates["close"], tables.close_values(DIALECT))
+            .whenNotMatchedInsert(predicates["insert"], inserted)
+        )
+        if closes_all is not None:
+            end = tables.truncate_close_values(closes_all[0], closes_all[1].isoformat(), DIALECT)
+            merger = merger.whenNotMatchedBySourceUpdate(tables.open_versions_before(closes_all[0], DIALECT), end)
+        merger.execute()
+    return _merge_metrics(target.history, before)["inserted"]
+
+
+def _add_columns(spark: SparkSession, table: Location, rows: DataFrame) -> None:
+    """Columns the history lacks, added by a metadata-only commit (its MERGE assigns each column
+    by name, which delta-spark's schema evolution does not extend to new ones)."""
+    present = set(spark.read.format("delta").load(str(table)).columns)
+    if set(rows.columns) <= present:
+        return
+    with SESSION_COMMITS:
+        rows.limit(0).write.format("delta").mode("append").option("mergeSchema", "true").save(str(table))

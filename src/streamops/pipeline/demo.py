@@ -1,0 +1,376 @@
+"""`streamops demo`: everything streamops does, running on this machine, from one command.
+
+A drifting load (the generator, with bad records) lands NDJSON files at a steady rate (or, with
+`kafka_bootstrap`, produces them to a Kafka topic that bronze reads); the pipeline ingests them
+with the monitor and its Prometheus exporter; the ops console serves the lake. Ctrl-C (or the
+end of `--duration`) stops the load, the pipeline (its queries, the monitor and the exporter)
+and the console, and exits 0.
+
+The load runs as back-to-back generator runs ("cycles") of `cycle_seconds` each, so the drift
+(new attributes, widening, an incompatible type change, a new event type) shows within minutes
+and then repeats: every cycle replays the same run (same seed), so the registry learns nothing
+new after the first cycle and `event_id`s repeat once per cycle. The console is a separate
+process (`python -m streamops console`): the pipeline package never imports the dashboards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+from streamops.core.lake_layout import DELTA_LOG_DIR, LakeLayout
+from streamops.pipeline.bronze.line_sources import KafkaInput
+from streamops.pipeline.delta_connector.connector import ConnectorName
+from streamops.pipeline.exceptions import DemoError
+from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
+from streamops.pipeline.generator.kafka_writer import KafkaTarget, KafkaWriter
+from streamops.pipeline.generator.run import Progress, generate
+from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.run.stop_signals import StopSignals
+
+HOST = "127.0.0.1"
+CONSOLE_START_SECONDS = 90
+STOP_WAIT_SECONDS = 20
+CYCLE_FILE = re.compile(r"^c(\d{4})-")
+DEMO_TOPIC = "streamops-demo"
+DEMO_PARTITIONS = 4
+"""Partitions of the demo's topic when the demo creates it: enough for bronze to read in parallel."""
+DEMO_CONSUMER_GROUP = "streamops-demo"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    workdir: Path
+    rate: float = 2000.0
+    event_types: int = 50
+    duration: float | None = None
+    console_port: int = 8501
+    metrics_port: int = 9108
+    cycle_seconds: float = 300.0
+    drift: float = 0.2
+    bad: float = 0.005
+    trigger_seconds: float = 5.0
+    types_per_group: int = 16
+    delta: ConnectorName = "embedded"
+    kafka_bootstrap: str | None = None
+    """Produce the load to a Kafka topic at these brokers, and have bronze read it, instead of
+    landing files."""
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.topic is not None and self.kafka_bootstrap is None:
+            raise DemoError("--topic needs --kafka-bootstrap HOST:PORT")
+        if not self.rate > 0:
+            raise DemoError(f"--rate must be a positive number of events/s, got {self.rate}")
+        if not 1 <= self.event_types <= MAX_EVENT_TYPES:
+            raise DemoError(f"--event-types must be between 1 and {MAX_EVENT_TYPES}, got {self.event_types}")
+        if self.duration is not None and not self.duration > 0:
+            raise DemoError(f"--duration must be a positive number of seconds, got {self.duration}")
+        for name, port in (("--console-port", self.console_port), ("--metrics-port", self.metrics_port)):
+            if not 0 < port < 65536:
+                raise DemoError(f"{name} must be between 1 and 65535, got {port}")
+        if self.console_port == self.metrics_port:
+            raise DemoError("--console-port and --metrics-port must differ")
+
+    @property
+    def kafka(self) -> KafkaTarget | None:
+        """The topic the load goes to (created with DEMO_PARTITIONS partitions when missing)."""
+        if self.kafka_bootstrap is None:
+            return None
+        return KafkaTarget(self.kafka_bootstrap, self.topic or DEMO_TOPIC, DEMO_PARTITIONS)
+
+    @property
+    def cycle_length(self) -> float:
+        """A run shorter than a cycle still shows every drift stage: the cycle fits the run."""
+        return self.cycle_seconds if self.duration is None else min(self.cycle_seconds, self.duration)
+
+
+class _LoadStopped(Exception):
+    """Raised from the generator's per-file callback to end a cycle early when the demo stops."""
+
+
+class DriftingLoad(threading.Thread):
+    """Generator runs, back to back, each file moved into `landing` as soon as it is written
+    (`landing` None: each file's lines are produced to the demo's topic instead).
+
+    A cycle writes into its own staging directory (the generator refuses to mix runs in one
+    directory) and each finished file is renamed into landing with the cycle as a prefix, which
+    keeps names unique and the arrival atomic for Spark's file source. A failed load stops the
+    demo (`on_failure`): a pipeline with no input would only look healthy.
+    """
+
+    def __init__(
+        self,
+        options: DemoOptions,
+        landing: Path | None,
+        staging: Path,
+        stop: threading.Event,
+        on_failure: Callable[[], None],
+    ) -> None:
+        super().__init__(name="streamops-demo-load", daemon=True)
+        self.options, self.landing, self.staging, self.stop = options, landing, staging, stop
+        self.on_failure = on_failure
+        self.lines = 0
+        self.files = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        cycle = self._next_cycle()
+        try:
+            while not self.stop.is_set():
+                out = self.staging / f"cycle-{cycle:04d}"
+                shutil.rmtree(out, ignore_errors=True)
+                settings = GeneratorSettings(
+                    out=out,
+                    events=max(1, round(self.options.rate * self.options.cycle_length)),
+                    event_types=self.options.event_types,
+                    drift=self.options.drift,
+                    bad=self.options.bad,
+                    rate=self.options.rate,
+                    kafka=self.options.kafka,
+                )
+                try:
+                    generate(settings, on_file=lambda progress, c=cycle: self._publish(progress, out, c))
+                except _LoadStopped:
+                    break
+                cycle += 1
+        except BaseException as error:  # noqa: BLE001 - reported by the demo, which then stops
+            self.error = error
+            self.on_failure()
+        finally:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+    def _publish(self, progress: Progress, out: Path, cycle: int) -> None:
+        if self.landing is not None:  # produced to Kafka, the lines are already on the topic
+            name = progress.file.name
+            os.rename(out / name, self.landing / f"c{cycle:04d}-{name}")
+        self.files += 1
+        self.lines += progress.file.lines
+        if self.stop.is_set():
+            raise _LoadStopped()
+
+    def _next_cycle(self) -> int:
+        """A demo restarted on the same workdir continues after the cycles already landed."""
+        if self.landing is None:
+            return 1
+        cycles = [int(m.group(1)) for p in self.landing.iterdir() if (m := CYCLE_FILE.match(p.name))]
+        return max(cycles, default=0) + 1
+
+
+class ConsoleProcess:
+    """`streamops console` in its own process group, so Ctrl-C reaches it only through us."""
+
+    def __init__(self, lake: LakeLayout, port: int, log: Path) -> None:
+        self.url = f"http://{HOST}:{port}"
+        self._log = open(log, "ab")
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamops",
+                "console",
+                "--lake",
+                str(lake.root),
+                "--port",
+                str(port),
+                "--host",
+                HOST,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._log_path = log
+
+    def wait_until_serving(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                tail = self._log_path.read_text(errors="replace").strip().splitlines()[-1:]
+                raise DemoError(f"the console did not start: {' '.join(tail) or 'no output'} (log: {self._log_path})")
+            if _answers(self.url + "/_stcore/health"):
+                return
+            time.sleep(0.5)
+        raise DemoError(f"the console did not answer on {self.url} within {timeout:.0f}s (log: {self._log_path})")
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGTERM)
+            try:
+                self._process.wait(STOP_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait(STOP_WAIT_SECONDS)
+        self._log.close()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def first_silver_table(lake: LakeLayout) -> str | None:
+    if not lake.silver_root.is_dir():
+        return None
+    return next((p.name for p in sorted(lake.silver_root.iterdir()) if (p / DELTA_LOG_DIR).is_dir()), None)
+
+
+class Announcer(threading.Thread):
+    """Prints the URLs once the console and the metrics endpoint answer, then the first silver
+    commit: what a newcomer waits for."""
+
+    def __init__(
+        self,
+        console: ConsoleProcess,
+        metrics_url: str,
+        lake: LakeLayout,
+        started: float,
+        stop: threading.Event,
+        on_failure: Callable[[], None],
+        out: TextIO,
+        kafka: KafkaTarget | None = None,
+    ) -> None:
+        super().__init__(name="streamops-demo-announcer", daemon=True)
+        self.console, self.metrics_url, self.lake, self.started = console, metrics_url, lake, started
+        self.stop, self.on_failure, self.out, self.kafka = stop, on_failure, out, kafka
+        self.error: DemoError | None = None
+
+    def run(self) -> None:
+        try:
+            self.console.wait_until_serving(CONSOLE_START_SECONDS)
+        except DemoError as error:
+            self.error = error
+            self.on_failure()
+            return
+        while not self.stop.is_set() and not _answers(self.metrics_url):
+            self.stop.wait(0.5)
+        if self.stop.is_set():
+            return
+        self._say(banner(self.console.url, self.metrics_url, self.lake, time.monotonic() - self.started, self.kafka))
+        while not self.stop.is_set():
+            table = first_silver_table(self.lake)
+            if table is not None:
+                seconds = time.monotonic() - self.started
+                self._say(f"first silver commit ({self.lake.silver(table)}) {seconds:.0f}s after start")
+                return
+            self.stop.wait(0.5)
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+
+def banner(
+    console_url: str, metrics_url: str, lake: LakeLayout, seconds: float, kafka: KafkaTarget | None = None
+) -> str:
+    """What to open and what to try; with Kafka, the doctor also asks the brokers, and Kafka's
+    own tool sees bronze's consumer group."""
+    root = lake.root
+    brokers, topic, group = "", [], []
+    if kafka is not None:
+        brokers = f" --kafka-bootstrap {kafka.bootstrap}"
+        topic = [f"  kafka     topic `{kafka.topic}` at {kafka.bootstrap}"]
+        group = [
+            f"  kafka-consumer-groups.sh --bootstrap-server {kafka.bootstrap} --describe --group {DEMO_CONSUMER_GROUP}"
+        ]
+    return "\n".join(
+        [
+            "",
+            f"streamops demo is running ({seconds:.0f}s to start; Ctrl-C stops it)",
+            f"  console   {console_url}",
+            f"  metrics   {metrics_url}",
+            f"  lake      {root}",
+            *topic,
+            "try, in another terminal:",
+            f"  streamops status --lake {root}",
+            f"  streamops checkpoint doctor --lake {root}{brokers}",
+            f"  streamops checkpoint correlate {lake.checkpoint('bronze')} --lake {root} --last 3",
+            *group,
+            "",
+        ]
+    )
+
+
+def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
+    """Run until Ctrl-C/SIGTERM or `options.duration`; 0 when every stream stayed healthy."""
+    from streamops.pipeline.lake_summary import summarize_lake
+    from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
+    from streamops.pipeline.silver.silver_stream import SilverSettings
+
+    started = time.monotonic()
+    workdir = options.workdir.expanduser().resolve()
+    kafka = options.kafka
+    lake, landing = LakeLayout.at(workdir / "lake"), None if kafka else workdir / "landing"
+    for directory in (lake.root.local_path, landing):
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+    if kafka is not None:
+        KafkaWriter(kafka)  # creates the topic when missing; an unreachable broker fails here, before Spark
+    with StopSignals() as signals:
+        stop, request_stop = signals.event, signals.request_stop
+        timer = threading.Timer(options.duration, request_stop) if options.duration else None
+        target = landing if kafka is None else f"topic `{kafka.topic}` at {kafka.bootstrap}"
+        print(
+            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {target}",
+            file=out,
+            flush=True,
+        )
+        console = ConsoleProcess(lake, options.console_port, workdir / "console.log")
+        load = DriftingLoad(options, landing, workdir / ".generator", stop, request_stop)
+        announcer = Announcer(
+            console, f"http://{HOST}:{options.metrics_port}/metrics", lake, started, stop, request_stop, out, kafka
+        )
+        try:
+            load.start()
+            announcer.start()
+            if timer is not None:
+                timer.start()
+            report = run_pipeline(
+                RunOptions(
+                    lake=lake.root,
+                    landing=landing,
+                    kafka=None if kafka is None else KafkaInput(kafka.bootstrap, topics=(kafka.topic,)),
+                    kafka_consumer_group=None if kafka is None else DEMO_CONSUMER_GROUP,
+                    trigger_seconds=options.trigger_seconds,
+                    metrics_port=options.metrics_port,
+                    metrics_host=HOST,
+                    silver=SilverSettings(types_per_group=options.types_per_group),
+                    delta=options.delta,
+                ),
+                on_start=signals.on_start,
+            )
+        finally:
+            stop.set()
+            if timer is not None:
+                timer.cancel()
+            load.join()
+            console.stop()
+            announcer.join(5)
+    if announcer.error is not None:
+        raise announcer.error
+    if load.error is not None:
+        raise DemoError(f"the load generator stopped: {load.error}")
+    summary = summarize_lake(lake)
+    produced = f"in {load.files} files" if kafka is None else f"produced to topic `{kafka.topic}`"
+    print(
+        f"streamops demo stopped after {time.monotonic() - started:.0f}s: {load.lines} lines {produced}, "
+        f"{summary.bronze_rows} bronze rows, {sum(summary.quarantine_by_reason.values())} quarantined, "
+        f"{len(summary.silver_rows)} silver tables, {summary.schema_alerts} schema alerts",
+        file=out,
+        flush=True,
+    )
+    for stream, errors in sorted(report.failures.items()):
+        print(f"{stream} failed {len(errors)}x, last: {errors[-1]}", file=out, flush=True)
+    return 1 if report.failed else 0

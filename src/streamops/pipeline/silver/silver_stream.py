@@ -1,0 +1,334 @@
+"""A silver group stream: bronze -> one typed Delta table per event type of its group.
+
+Every batch resolves the group's event types and their applied schemas from the registry
+(re-read only when it changed) and hands Spark one write job for all of them: the executors
+read each payload with Spark's `from_json` and its type's applied schema (streamops.pipeline.silver.payload_parser),
+and the sink's tasks split the rows by event type, flatten nested structs into `parent__child`
+columns (dlt's convention), add lineage columns that tie each row to its bronze batch and
+landing file, and write one file per table; the commit makes one txn-idempotent commit per
+table (appId = this stream). Only counts come back to the driver.
+
+Fields a variation's table cannot hold (a type change, a widening, a colliding name) are kept
+in the row's `_rescued_data` and alerted (on_incompatible="rescue", the default), or the
+variation's rows are quarantined and alerted ("quarantine"), or the group stops ("fail_group").
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Literal
+
+from streamops.core.lake_layout import LakeLayout, silver_stream
+from streamops.pipeline.delta_connector.batch_report import BatchReport
+from streamops.pipeline.delta_connector.write_plan import (
+    BATCH_ID_VALUE,
+    BYTES_SUFFIX,
+    ROUTE_COLUMN,
+    STREAM_VALUE,
+    TALLY_COLUMN,
+    TableTarget,
+    WritePlan,
+)
+from streamops.pipeline.exceptions import IncompatibleSchemaError
+from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
+from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
+from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
+from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
+from streamops.pipeline.registry.silver_schemas import GroupSchemas, SilverSchema
+from streamops.pipeline.runtime.batch_context import batch_commit_info
+from streamops.pipeline.runtime.batch_function import batch_function
+from streamops.pipeline.silver.group_rows import group_row_filter
+from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+    from streamops.pipeline.delta_connector.connector import DeltaConnector
+
+OnIncompatible = Literal["rescue", "quarantine", "fail_group"]
+ON_INCOMPATIBLE: tuple[OnIncompatible, ...] = ("rescue", "quarantine", "fail_group")
+QUARANTINE_ROUTE = "__quarantine__"
+HALT_ROUTE = "__halt__"
+"""Rows of an unfit variation under fail_group: not a table, so the batch writes nothing."""
+ACTION_OF: dict[OnIncompatible, AlertAction] = {
+    "rescue": "rescued",
+    "quarantine": "quarantined",
+    "fail_group": "group_failed",
+}
+TALLY_SEPARATOR = "\x00"
+TYPED_COLUMN = "_typed_payload"
+QUARANTINE_COLUMNS = {
+    "stream": STREAM_VALUE,
+    "batch_id": BATCH_ID_VALUE,
+    "reason": "_q_reason",
+    "detail": "_q_detail",
+    "event_type": "event_type",
+    "schema_hash": "_schema_hash",
+    "raw_text": "payload",
+    "raw_bytes": "payload" + BYTES_SUFFIX,
+    "source_file": "_source_file",
+    "ingest_time": "_ingest_time",
+}
+
+
+POLL_SECONDS = 1.0
+"""How often the streams that read what bronze commits (the silver groups, the management stream)
+look for a new commit, at most every trigger. Spark starts processing-time batches on multiples
+of the interval, so with the trigger's 5 s a silver batch started with bronze's, just before
+bronze committed, and the rows waited a whole interval for the next: silver was 5.8 s behind
+bronze at the median with the cores mostly idle. Polling every second starts a batch within a
+second of each bronze commit, still one batch per commit in steady flow (3 s fresher at the
+median at 8,000 events/s; BENCHMARKS.md, "Silver follows bronze"). A poll that finds no new
+commit lists the log from its newest entry: on an object store, a listing a second per stream."""
+
+
+@dataclass(frozen=True)
+class SilverSettings:
+    types_per_group: int = DEFAULT_TYPES_PER_GROUP
+    on_incompatible: OnIncompatible = "rescue"
+    trigger_seconds: float = 5.0
+    max_files_per_trigger: int = 1000
+    available_now: bool = False
+    poll_seconds: float = POLL_SECONDS
+
+    def interval(self) -> float:
+        """The processing-time trigger of a stream that follows bronze's commits."""
+        return min(self.trigger_seconds, self.poll_seconds)
+
+
+class GroupWriter(ABC):
+    """The foreachBatch function of a group's stream: event tables (SilverGroupWriter) or CDC
+    tables (pipeline/cdc/cdc_stream.py's CdcGroupWriter). Both read the group's schemas as of the
+    batch, skip a batch before the group has any, and write each commit with the batch's identity."""
+
+    def __init__(
+        self,
+        lake: LakeLayout,
+        connector: DeltaConnector,
+        group: str,
+        settings: SilverSettings,
+        events: PipelineEvents,
+        on_policy_stop: Callable[[IncompatibleSchemaError], None] | None = None,
+    ) -> None:
+        """`on_policy_stop` hears of a fail_group stop before the batch raises it: the query's
+        exception reaches its owner through Py4J as text, without the Python type."""
+        self.lake = lake
+        self.connector = connector
+        self.group = group
+        self.stream = silver_stream(group)
+        self.settings = settings
+        self.events = events
+        self.on_policy_stop = on_policy_stop
+        self._schemas = GroupSchemas(lake.schema_registry, lake.event_groups, group, settings.types_per_group)
+
+    def schemas(self) -> dict[str, SilverSchema]:
+        """Applied schema of every event type this group serves, as of now."""
+        return self._schemas.read()
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        schemas = self.schemas()
+        if not schemas:
+            return
+        self.process(
+            df, schemas, batch_commit_info(df.sparkSession, self.stream, batch_id, self.lake.checkpoint(self.stream))
+        )
+
+    @abstractmethod
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        """Write the batch's rows and report what was written to `self.events`."""
+
+    def policy_stop(self, alerts: list[SchemaAlert], fix: str) -> IncompatibleSchemaError:
+        """The fail_group stop for `alerts` (already written), told to `on_policy_stop`; the caller raises it."""
+        stop = IncompatibleSchemaError(
+            f"group `{self.group}` stopped on an incompatible schema change "
+            f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+            f"then restart it with on_incompatible=rescue or {fix}",
+            self.stream,
+        )
+        if self.on_policy_stop is not None:
+            self.on_policy_stop(stop)
+        return stop
+
+
+class SilverGroupWriter(GroupWriter):
+    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
+
+    _routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
+    """The routing expressions of the schemas last seen (rebuilt when the schemas change)."""
+
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
+
+    def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
+        if self._routes is None or self._routes[0] is not schemas:
+            self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible))
+        rows = self._routes[1].of(bronze)
+        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
+
+    def plan(self, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> WritePlan:
+        extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
+        tables = {
+            event_type: TableTarget(
+                str(self.lake.silver(event_type)),
+                rows="typed_json",
+                columns=extra,
+                schema=schema.applied,
+                payload_column=TYPED_COLUMN,
+                reject_route=QUARANTINE_ROUTE,
+                time_column="_event_time",
+            )
+            for event_type, schema in schemas.items()
+        }
+        tables[QUARANTINE_ROUTE] = TableTarget(str(self.lake.bronze_quarantine), columns=QUARANTINE_COLUMNS)
+        return WritePlan(
+            commit=commit,
+            tables=tables,
+            commit_stages=((QUARANTINE_ROUTE,), tuple(sorted(schemas))),
+            report_path="",
+            halt_on_held_rows=self.settings.on_incompatible == "fail_group",
+        )
+
+    def finish(
+        self, report: BatchReport, schemas: dict[str, SilverSchema], commit: BatchCommitInfo
+    ) -> SilverBatchResult:
+        """Alerts for the unfit variations the batch met, then the fail_group stop, if any."""
+        alerts = self._alerts(report, schemas)
+        if alerts:
+            self.connector.write_batch(
+                self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
+            )
+        if report.halted:
+            raise self.policy_stop(alerts, "fix the producer")
+        written = {t: report.tables[t] for t in schemas if t in report.tables and report.rows(t)}
+        return SilverBatchResult(
+            group=self.group,
+            batch_id=commit.batch_id,
+            rows_by_type={t: table.rows for t, table in written.items()},
+            max_event_time={t: table.newest for t, table in written.items() if table.newest is not None},
+            quarantined=report.rows(QUARANTINE_ROUTE),
+            alerts=tuple(alerts),
+        )
+
+    def _alerts(self, report: BatchReport, schemas: dict[str, SilverSchema]) -> list[SchemaAlert]:
+        alerts = []
+        for counts in report.tallies.values():
+            for tally, rows in sorted(counts.items()):
+                if TALLY_SEPARATOR not in tally:
+                    continue
+                action, event_type, variation = tally.split(TALLY_SEPARATOR)
+                schema = schemas[event_type]
+                alerts += [
+                    SchemaAlert(
+                        event_type=event_type,
+                        field=change.path,
+                        old_type=change.old_type or "",
+                        new_type=change.new_type,
+                        variation_hash=variation,
+                        first_bronze_version=schema.variation_first_bronze_version[variation],
+                        rows_affected=rows,
+                        action=action,  # type: ignore[arg-type]
+                    )
+                    for change in schema.unfit[variation]
+                ]
+        return alerts
+
+
+@dataclass(frozen=True)
+class SilverRoutes:
+    """The projection that turns a group's bronze rows into silver routes, as Spark Columns.
+
+    Built once per change of the group's schemas and applied to every batch: a Column holds no
+    data, and building one costs a Py4J call per function (for 64 event types, hundreds of them,
+    each a reflective lookup in the JVM), about 0.1 s of a 1 s batch."""
+
+    condition: Column
+    columns: tuple[Column, ...]
+
+    def of(self, bronze: DataFrame) -> DataFrame:
+        return bronze.where(self.condition).select(*self.columns)
+
+
+def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible) -> SilverRoutes:
+    """Each of the group's bronze rows with its table (`_route`), its payload as Spark reads it
+    with its type's applied schema, its rescued fields and lineage columns."""
+    from pyspark.sql import functions as F
+
+    event_type, schema_hash, payload = F.col("event_type"), F.col("schema_hash"), F.col("payload")
+    unfit = unfit_variation(schemas, event_type, schema_hash)
+    action = ACTION_OF[on_incompatible]
+    tally = F.when(unfit.isNotNull(), F.concat_ws(TALLY_SEPARATOR, F.lit(action), event_type, schema_hash))
+    if on_incompatible == "rescue":
+        route: Column = event_type
+    else:
+        held = F.lit(QUARANTINE_ROUTE if on_incompatible == "quarantine" else HALT_ROUTE)
+        route = F.when(unfit.isNotNull(), held).otherwise(event_type)
+    rescued = (
+        rescued_data(schemas, event_type, schema_hash, payload, F.col("source_file"))
+        if on_incompatible == "rescue"
+        else F.lit(None).cast("string")
+    )
+    return SilverRoutes(
+        condition=event_type.isin(sorted(schemas)),
+        columns=(
+            route.alias(ROUTE_COLUMN),
+            tally.alias(TALLY_COLUMN),
+            event_type,
+            payload,
+            typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
+            rescued.alias(RESCUED_DATA_COLUMN),
+            *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],
+            F.when(unfit.isNotNull(), F.lit("incompatible_type")).alias("_q_reason"),
+            unfit.alias("_q_detail"),
+        ),
+    )
+
+
+def unfit_variation(schemas: dict[str, SilverSchema], event_type: Column, schema_hash: Column) -> Column:
+    """Per row: what its variation's table cannot hold (`player.level: long -> string`), or null."""
+    from pyspark.sql import functions as F
+
+    details = {
+        (t, h): "; ".join(f"{c.path}: {c.old_type} -> {c.new_type}" for c in changes)
+        for t, schema in schemas.items()
+        for h, changes in schema.unfit.items()
+    }
+    if not details:
+        return F.lit(None).cast("string")
+    key = F.concat_ws(TALLY_SEPARATOR, event_type, schema_hash)
+    return F.create_map(*[F.lit(x) for (t, h), d in sorted(details.items()) for x in (f"{t}{TALLY_SEPARATOR}{h}", d)])[
+        key
+    ]
+
+
+BRONZE_READ_OPTIONS = {"ignoreDeletes": "true"}
+"""Bronze is append-only: a commit that only removes files from it (`streamops lake fsck --yes`
+dropping damaged files, a retention delete) is not carried to silver, which keeps its rows."""
+
+
+def start_silver_group(
+    spark: SparkSession,
+    lake: LakeLayout,
+    connector: DeltaConnector,
+    writer: GroupWriter,
+) -> StreamingQuery:
+    settings = writer.settings
+    stream = (
+        connector.read_stream(
+            spark,
+            lake.bronze_events,
+            {"maxFilesPerTrigger": str(settings.max_files_per_trigger), **BRONZE_READ_OPTIONS},
+            row_filter=group_row_filter(lake, writer.group),
+        )
+        .writeStream.queryName(writer.stream)
+        .foreachBatch(batch_function(writer))
+        .option("checkpointLocation", str(lake.checkpoint(writer.stream)))
+    )
+    stream = (
+        stream.trigger(availableNow=True)
+        if settings.available_now
+        else stream.trigger(processingTime=f"{settings.interval()} seconds")
+    )
+    return stream.start()
