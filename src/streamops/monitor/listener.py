@@ -3,9 +3,9 @@
 Spark calls listeners on its listener-bus thread and drops events when they are slow
 (`onQueryStarted` even runs inside `DataStreamWriter.start()`). PySpark's default bridge
 converts every event into Python objects field by field before the callback runs: dozens of
-Py4J round-trips, ~200 ms per progress event on a 2-core driver, enough to stall the bus with a
-few hundred streams. This listener registers its own bridge that asks the JVM for the event's
-JSON (one round-trip, ~1 ms) and hands it to a bounded queue; parsing and all I/O happen on the
+Py4J round-trips per progress event, enough to stall the bus with a few hundred streams. This
+listener registers its own bridge that asks the JVM for the event's JSON (one round-trip) and
+hands it to a bounded queue; parsing and all I/O happen on the
 monitor's worker thread.
 """
 

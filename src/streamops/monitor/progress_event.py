@@ -1,7 +1,7 @@
 """Listener events as frozen records with snake_case fields, built once from Spark's JSON.
 
 Spark's own Python conversion (`StreamingQueryProgress.fromJObject`) makes dozens of Py4J
-round-trips per event, ~200 ms on a 2-core driver; the monitor instead asks the JVM for the
+round-trips per event, a large cost on a small driver; the monitor instead asks the JVM for the
 event's JSON (one round-trip) and builds these records from it. The same constructors read
 recorded JSON, so status rules, backlog and the exporter are tested without a JVM.
 """

@@ -36,9 +36,9 @@ EVENT_GROUPS_SCHEMA = pa.schema(
 )
 DEFAULT_TYPES_PER_GROUP = 150
 """A group's batch costs about the same per table whatever the group's size, plus a fixed cost
-per query (its planning process, its jobs): at 8,000 events/s over 300 types on two cores, two
-groups of 150 were fresher than five of 64 (14.1 s p95 against 16.5-16.9 s) and 0.2-0.3 GB
-smaller (BENCHMARKS.md, "Memory and freshness by group size and driver heap"). A failing group
+per query (its planning process, its jobs), so under the seed's load on two cores a few large
+groups are fresher and smaller than many small ones (BENCHMARKS.md, "Memory and freshness by
+group size and driver heap"). A failing group
 (`--on-incompatible fail_group`) stops at most this many tables."""
 
 

@@ -29,12 +29,12 @@ LOG4J_CONFIG = Path(__file__).parent.parent / "runtime" / "log4j2.properties"
 ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true"
 """Every row between Spark and Python (the Delta source's batches, the sink's input) is read
 and written through Arrow Java buffers, which check bounds and reference counts on every
-access by default: 16 % of the JVM's CPU under the sustained-load benchmark. The buffers are
+access by default, a measurable share of the JVM's CPU under sustained load. The buffers are
 Spark's and pyarrow's own (BENCHMARKS.md, "Sustained load, 8,000 events/s × 300 types")."""
 JAVA_OPTIONS_ENV = "STREAMOPS_JAVA_OPTIONS"
 """Extra options for the driver's and the executors' JVMs. A short run (a test, a one-off
-backfill) can set `-XX:TieredStopAtLevel=1`: the JIT's optimising tier then never compiles, which
-takes about 30 % off the CPU of a run of half a minute (BENCHMARKS.md, "CI's CPU")."""
+backfill) can set `-XX:TieredStopAtLevel=1`: the JIT's optimising tier then never compiles,
+which costs a short run more CPU than it saves (BENCHMARKS.md, "CI's CPU")."""
 
 
 def ensure_java() -> None:

@@ -6,9 +6,8 @@ none of that memory returns once freed: pyarrow's mimalloc pool keeps it, glibc 
 mmap threshold to the largest block freed (up to 32 MB), so later buffers come from heaps it
 can rarely shrink, spread over up to eight arenas per core for the threads. Each worker then holds
 its high-water mark for the rest of the run. With Arrow on the system allocator, a fixed 128 KiB
-mmap threshold and two arenas, a freed buffer is unmapped at once: the 8,000 events/s
-benchmark's peak PSS fell from 3,049 to 2,676 MB with no loss of freshness or throughput
-(BENCHMARKS.md, "Memory the processes give back").
+mmap threshold and two arenas, a freed buffer is unmapped at once, at no cost in freshness
+or throughput (BENCHMARKS.md, "Memory the processes give back").
 """
 
 from __future__ import annotations

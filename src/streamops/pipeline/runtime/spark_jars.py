@@ -47,7 +47,7 @@ IVY_JARS = Path.home() / ".ivy2.5.2" / "jars"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 PYSPARK_BUNDLED = ("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime")
 """What delta-spark drags in that PySpark already ships (a newer copy wins anyway): left out of
-every resolution, so 50 MB of an older Hadoop is never downloaded."""
+every resolution, so an older Hadoop is never downloaded."""
 
 
 class JarsUnresolvedError(PipelineConfigError):

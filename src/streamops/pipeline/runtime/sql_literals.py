@@ -1,7 +1,8 @@
 """Values written into Spark SQL text, so a list of hundreds crosses Py4J in one call.
 
-`Column.isin(values)` makes one Py4J call per value: with 300 known schema variations that was
-46 ms of every bronze batch, spent on the driver between Spark jobs. The same test written as
+`Column.isin(values)` makes one Py4J call per value: with hundreds of known schema variations,
+tens of milliseconds of every bronze batch spent on the driver between Spark jobs
+(BENCHMARKS.md has the measurement). The same test written as
 SQL text (`expression IN ('a', 'b', ...)`) is one call, and Spark turns it into the same hash
 lookup (`InSet`).
 """

@@ -2,8 +2,8 @@
 
 A reused Python worker runs `gc.collect()` after every task (pyspark/daemon.py). A full
 collection walks every tracked object, and the imports a sink, source or classifier task needs
-(pyarrow, pandas, pyspark, this package) leave about 80,000 of them: 17 ms and more per task,
-a fifth of the Python time of a silver batch writing 64 tables (py-spy, BENCHMARKS.md).
+(pyarrow, pandas, pyspark, this package) leave tens of thousands of them, so every task pays
+for walking objects that never become garbage (measured with py-spy: BENCHMARKS.md).
 Freezing what exists at a worker's first task (after one collection, so no garbage is kept)
 moves it out of the collector's reach; everything later tasks allocate is collected as before.
 """

@@ -77,11 +77,10 @@ QUARANTINE_COLUMNS = {
 POLL_SECONDS = 1.0
 """How often the streams that read what bronze commits (the silver groups, the management stream)
 look for a new commit, at most every trigger. Spark starts processing-time batches on multiples
-of the interval, so with the trigger's 5 s a silver batch started with bronze's, just before
-bronze committed, and the rows waited a whole interval for the next: silver was 5.8 s behind
-bronze at the median with the cores mostly idle. Polling every second starts a batch within a
-second of each bronze commit, still one batch per commit in steady flow (3 s fresher at the
-median at 8,000 events/s; BENCHMARKS.md, "Silver follows bronze"). A poll that finds no new
+of the interval, so with the trigger's interval a silver batch would start with bronze's, just
+before bronze commits, and its rows would wait a whole interval for the next. Polling every
+second starts a batch within a second of each bronze commit, still one batch per commit in
+steady flow (BENCHMARKS.md, "Silver follows bronze"). A poll that finds no new
 commit lists the log from its newest entry: on an object store, a listing a second per stream."""
 
 
@@ -242,7 +241,7 @@ class SilverRoutes:
 
     Built once per change of the group's schemas and applied to every batch: a Column holds no
     data, and building one costs a Py4J call per function (for 64 event types, hundreds of them,
-    each a reflective lookup in the JVM), about 0.1 s of a 1 s batch."""
+    each a reflective lookup in the JVM), a noticeable share of a short batch."""
 
     condition: Column
     columns: tuple[Column, ...]
