@@ -22,6 +22,7 @@ layer or closes a cycle today, and keeping them in the check keeps it that way.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -256,3 +257,20 @@ def test_the_checker_sees_function_local_relative_and_package_imports(tmp_path):
     assert resolve("streamops.cli.run.register", modules) == "streamops.cli.run"
     assert resolve("os.path", modules) is None
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+def documented_pipeline_order(page: Path) -> tuple[str, ...]:
+    """The pipeline's order as the page's layering diagram draws it (`a < b < ...` over lines)."""
+    diagram = page.read_text().split("```\nstreamops.core", 1)[1].split("```", 1)[0]
+    lines = [line for line in diagram.splitlines() if "<" in line]
+    chain = " ".join(re.split(r"\s{2,}", line.strip())[-1] for line in lines)
+    return tuple(unit.strip() for unit in chain.split("<"))
+
+
+def test_the_diagrams_in_the_readme_and_the_manual_are_this_map():
+    for page in (ROOT / "README.md", ROOT / "docs" / "architecture.md"):
+        assert documented_pipeline_order(page) == PIPELINE_ORDER, page.name
+        diagram = page.read_text().split("```\nstreamops.core", 1)[1].split("```", 1)[0]
+        rows = [line.split() for line in diagram.splitlines() if line[:1].isalpha()]
+        drawn = {row[0].removeprefix("streamops.") for row in rows} | {row[1] for row in rows if row[0] == "monitor"}
+        assert {layer.removeprefix("streamops.") for layer in LAYERS} <= drawn, page.name
