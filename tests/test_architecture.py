@@ -259,9 +259,14 @@ def test_the_checker_sees_function_local_relative_and_package_imports(tmp_path):
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
 
+def layering_diagram(page: Path) -> str:
+    """The page's layering diagram: the code block that starts with the core."""
+    return "streamops.core" + page.read_text().split("```\nstreamops.core", 1)[1].split("```", 1)[0]
+
+
 def documented_pipeline_order(page: Path) -> tuple[str, ...]:
     """The pipeline's order as the page's layering diagram draws it (`a < b < ...` over lines)."""
-    diagram = page.read_text().split("```\nstreamops.core", 1)[1].split("```", 1)[0]
+    diagram = layering_diagram(page)
     lines = [line for line in diagram.splitlines() if "<" in line]
     chain = " ".join(re.split(r"\s{2,}", line.strip())[-1] for line in lines)
     return tuple(unit.strip() for unit in chain.split("<"))
@@ -270,7 +275,7 @@ def documented_pipeline_order(page: Path) -> tuple[str, ...]:
 def test_the_diagrams_in_the_readme_and_the_manual_are_this_map():
     for page in (ROOT / "README.md", ROOT / "docs" / "architecture.md"):
         assert documented_pipeline_order(page) == PIPELINE_ORDER, page.name
-        diagram = page.read_text().split("```\nstreamops.core", 1)[1].split("```", 1)[0]
+        diagram = layering_diagram(page)
         rows = [line.split() for line in diagram.splitlines() if line[:1].isalpha()]
         drawn = {row[0].removeprefix("streamops.") for row in rows} | {row[1] for row in rows if row[0] == "monitor"}
         assert {layer.removeprefix("streamops.") for layer in LAYERS} <= drawn, page.name
