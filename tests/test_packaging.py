@@ -103,7 +103,7 @@ def test_the_spark_free_tools_work_without_pyspark(base_install, tmp_path):
     ("command", "extra"),
     [
         (["run", "--lake", "lake", "--landing", "landing", "--until-idle"], "pipeline"),
-        (["lake", "promote", "--lake", "lake", "--event-type", "t", "--field", "f", "--to", "double"], "pipeline"),
+        (["demo", "--duration", "1"], "pipeline"),
         (["dashboards", "build", "--out", "out"], "dashboards"),
         (["console", "--lake", "lake"], "console"),
     ],
@@ -118,7 +118,8 @@ def test_a_command_whose_extra_is_missing_names_it_in_one_line(base_install, tmp
 @pytest.mark.parametrize(
     ("module", "says"),
     [
-        ("streamops.pipeline", "pip install 'streamops[pipeline]'"),
+        ("streamops.pipeline.run.spark_session", "pip install 'streamops[pipeline]'"),
+        ("streamops.pipeline.delta_connector.delta_source", "pip install 'streamops[pipeline]'"),
         ("streamops.monitor.exporter", "pip install 'streamops[monitor]'"),
         ("streamops.dashboards.console", "pip install 'streamops[console]'"),
         ("streamops.dashboards.build", "pip install 'streamops[dashboards]'"),

@@ -65,7 +65,7 @@ def delta_formats() -> tuple[str, ...]:
     """The Delta streaming sources these tests read with: delta-spark's own, and the pipeline's
     embedded one where the pipeline runs (PySpark 4; the monitor's tests run on 3.5 too)."""
     try:
-        import streamops.pipeline  # noqa: F401
+        import streamops.pipeline.delta_connector.delta_source  # noqa: F401
     except MissingExtraError:
         return ("delta",)
     return ("streamops_delta", "delta")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from streamops.core.extras import require
+
+require("pipeline", "streamops demo")
+
 import argparse
 from pathlib import Path
 

@@ -57,7 +57,7 @@ PROMOTE_EXAMPLE = """examples:
 Stop the pipeline first. The silver table is rewritten once with the wider type, the rescued
 values that now fit move back from _rescued_data into the column, and the schema registry
 records the promotion so later batches keep the wider type. Streams that read the silver table
-must restart from a new checkpoint (the rewrite is not an append). Needs streamops[pipeline].
+must restart from a new checkpoint (the rewrite is not an append). Needs no Spark.
 """
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from streamops.core.extras import require
+
+require("pipeline", "streamops run")
+
 import argparse
 import sys
 from typing import TYPE_CHECKING

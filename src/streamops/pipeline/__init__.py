@@ -2,12 +2,14 @@
 
 from streamops.pipeline import RunOptions, run_pipeline
 run_pipeline(RunOptions(lake="lake", landing="landing", until_idle=True))
+
+Running it needs `streamops[pipeline]`; the parts that need no Spark work on a plain
+`pip install streamops`: the generator, column promotion, the schema-compatibility rules and
+the settings. Each module that needs Spark checks for it when it is imported
+(`streamops.core.extras.require`), so a missing extra fails with one line naming it.
 """
 
-from streamops.core.extras import require
 from streamops.core.public_names import lazy_exports
-
-require("pipeline", __name__)
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,

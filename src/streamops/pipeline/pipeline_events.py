@@ -10,6 +10,10 @@ translated into its push API.
 
 from __future__ import annotations
 
+from streamops.core.extras import require
+
+require("pipeline", __name__)
+
 import time
 from dataclasses import dataclass
 from pathlib import Path

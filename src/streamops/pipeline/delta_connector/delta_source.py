@@ -15,6 +15,10 @@ lacks (`streamops.core.delta_format.table_features`) is refused when the source 
 
 from __future__ import annotations
 
+from streamops.core.extras import require
+
+require("pipeline", __name__)
+
 import importlib
 from typing import Any, Callable, Iterator, Mapping, Sequence
 

@@ -16,6 +16,10 @@ came, are unreferenced and VACUUM removes them.
 
 from __future__ import annotations
 
+from streamops.core.extras import require
+
+require("pipeline", __name__)
+
 from dataclasses import dataclass, field
 from typing import Iterator
 

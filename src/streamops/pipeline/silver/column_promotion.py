@@ -29,7 +29,6 @@ from streamops.core.delta_format.read import arrow_filesystem
 from streamops.core.lake_layout import LakeLayout, LakeLike
 from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_writer import write_batch
-from streamops.pipeline.delta_connector.typed_rows import arrow_schema
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.records.column_names import NESTED_SEPARATOR, RESCUED_DATA_COLUMN, column_name
@@ -39,6 +38,18 @@ from streamops.pipeline.silver.payload_parser import RESCUED_FILE_PATH
 
 PROMOTE_STREAM = "lake_promote"
 PROMOTE_OPERATION = "PROMOTE COLUMN"
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "byte": pa.int8(),
+    "short": pa.int16(),
+    "integer": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+}
+"""The Arrow type of each Spark type a column can be promoted to (`WIDENINGS`), as PySpark's
+`to_arrow_type` maps it: a promotion runs on delta-rs alone and needs no PySpark."""
 
 
 @dataclass(frozen=True)
@@ -75,12 +86,7 @@ def promote_column(lake: LakeLike, event_type: str, field: str, wider: str) -> P
     lake = LakeLayout.at(lake)
     checked = _check(lake, event_type, field, wider)
     promoted = promote(checked.applied, field, wider)
-    target = (
-        arrow_schema({"type": "struct", "fields": [{"name": "v", "type": wider, "nullable": True, "metadata": {}}]})
-        .field(0)
-        .type
-    )
-    rows, moved = _rewrite(lake.silver(event_type), checked.column, field.split("."), target)
+    rows, moved = _rewrite(lake.silver(event_type), checked.column, field.split("."), ARROW_TYPES[wider])
     recorded = checked.current != wider
     if recorded:
         _record(checked.registry, event_type, field, checked.current, wider, promoted)
