@@ -10,6 +10,7 @@ the extra to install (`streamops.core.extras`).
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +29,6 @@ def lazy_exports(
         return getattr(importlib.import_module(f"{package}.{module}"), name)
 
     def __dir__() -> list[str]:
-        return names
+        return sorted({*vars(sys.modules[package]), *names})
 
     return names, __getattr__, __dir__
