@@ -3,7 +3,9 @@ PySpark, and one line naming the extra when a part needs more.
 
 The wheel is built from this checkout and installed into a new virtualenv with no extras (the
 versions come from constraints.txt, as CI's own install does), then used the way a laptop user
-would: the doctor and inspect on checkpoints, status on a lake's progress log.
+would: the doctor and inspect on checkpoints, status on a lake's progress log, the generator,
+a column promotion; and every public name of every package is asked for, from the repository
+root (whose src/ layout must not shadow the installed package).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from promotion_lake import lake_with_a_rescued_score
+from public_names import extra_of
 
 from streamops.monitor.progress_event import parse_event
 from streamops.monitor.progress_log import ProgressLog
@@ -141,3 +145,74 @@ def test_the_monitor_says_pyspark_is_missing_in_one_line(base_install, tmp_path)
     done = run(base_install, "python", "-c", code, cwd=tmp_path)
     assert done.returncode == 1
     assert "MissingExtraError: streamops.monitor.stream_monitor needs prometheus_client" in done.stderr
+
+
+SPARK_FREE_NAMES = {
+    "streamops.checkpoint_tools:Diagnosis",
+    "streamops.checkpoint_tools:diagnose",
+    "streamops.monitor:fleet_status",
+    "streamops.monitor:ProgressLog",
+    "streamops.pipeline:GeneratorSettings",
+    "streamops.pipeline:generate",
+    "streamops.pipeline:plan_promotion",
+    "streamops.pipeline:promote_column",
+    "streamops.pipeline:summarize_lake",
+}
+
+
+def test_every_public_name_imports_or_names_its_extra_from_the_repository_root(base_install):
+    """Run from the checkout's root, as a developer would: the installed wheel answers, and each
+    public name either resolves or fails with `MissingExtraError` naming its package's extra."""
+    probe = (ROOT / "tests" / "public_names.py").read_text()
+    done = run(base_install, "python", "-c", probe, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert Path(report["file"]).is_relative_to(base_install.parent), report["file"]
+
+    def wrong(where: str, outcome) -> bool:
+        if outcome in ("ok", "no __all__") or outcome.get("outcome") == "ok":
+            return False
+        extra = extra_of(where.split(":")[0])
+        return not (
+            outcome["outcome"] == "MissingExtraError"
+            and extra is not None
+            and outcome["message"].endswith(f"pip install 'streamops[{extra}]'")
+            and "\n" not in outcome["message"]
+        )
+
+    assert {"streamops", "streamops.checkpoint_tools", "streamops.pipeline"} <= set(report["packages"])
+    assert {p: o for p, o in report["packages"].items() if wrong(p, o)} == {}
+    assert {n: o for n, o in report["names"].items() if wrong(n, o)} == {}
+    resolved = {name for name, outcome in report["names"].items() if outcome["outcome"] == "ok"}
+    assert SPARK_FREE_NAMES <= resolved
+    assert {n for n in report["names"] if n.startswith(("streamops:", "streamops.checkpoint_tools:"))} <= resolved
+
+
+def test_generate_and_column_promotion_run_without_extras(base_install, tmp_path):
+    generated = run(
+        base_install, "streamops", "generate", "--out", "landing", "--events", "300", "--event-types", "5", "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert generated.returncode == 0, generated.stderr
+    assert json.loads(generated.stdout)["lines_total"] == 300
+    assert list((tmp_path / "landing").glob("*.ndjson"))
+
+    lake_with_a_rescued_score(tmp_path / "lake")
+    promote = ["streamops", "lake", "promote", "--lake", "lake", "--event-type", "match_end", "--field", "score"]
+    planned = run(base_install, *promote, "--to", "double", "--json", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert (plan["applied"], plan["old_type"], plan["column"], plan["rows"]) == (False, "long", "score", 0)
+    promoted = run(base_install, *promote, "--to", "double", "--yes", "--json", cwd=tmp_path)
+    assert promoted.returncode == 0, promoted.stderr
+    result = json.loads(promoted.stdout)
+    assert (result["old_type"], result["new_type"], result["rows"], result["rescued_moved"]) == ("long", "double", 2, 1)
+
+    code = (
+        "from streamops.pipeline.registry.schema_compat import evolve\n"
+        "field = lambda kind: {'type': 'struct', 'fields': [{'name': 'score', 'type': kind, 'nullable': True, 'metadata': {}}]}\n"
+        "print([change.new_type for change in evolve(field('long'), field('double')).widened])\n"
+    )
+    compat = run(base_install, "python", "-c", code, cwd=tmp_path)
+    assert compat.returncode == 0, compat.stderr
+    assert compat.stdout.strip() == "['double']"

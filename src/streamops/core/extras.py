@@ -1,10 +1,12 @@
 """Which optional dependencies each part of streamops needs, and the one-line error when they are
 missing.
 
-`pip install streamops` brings the Spark-free tools only; the packages that need more (PySpark,
+`pip install streamops` brings the Spark-free tools only; the modules that need more (PySpark,
 prometheus-client, Streamlit, the Grafana SDK) check for it when they are imported, so a user
 sees `pip install 'streamops[pipeline]'` instead of a traceback ending in `No module named
-'pyspark'`. The extras themselves are declared in pyproject.toml; `tests/test_packaging.py`
+'pyspark'`. The check sits in the module that needs the dependency, not in its package:
+`streamops.pipeline`'s generator, column promotion and schema rules run without Spark, its
+Spark session and connectors do not. The extras themselves are declared in pyproject.toml; `tests/test_packaging.py`
 checks that each one names what its modules import here.
 """
 
