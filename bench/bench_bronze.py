@@ -35,7 +35,9 @@ from bench_support import cpu_seconds_by_role, machine, timed
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.lake_layout import LakeLayout
-from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_landing, start_bronze
+from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, classified_lines, start_bronze
+from streamops.pipeline.bronze.events_mode import EventsMode
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.generator.run import generate
@@ -98,9 +100,9 @@ def bronze_event_columns(spark, landing: Path, max_files: int):
     per-batch literal would make Spark generate and compile new code every batch)."""
     from pyspark.sql import functions as F
 
-    settings = BronzeSettings(landing, max_files_per_trigger=max_files, classifier="jvm")
+    settings = BronzeSettings(LandingInput(landing, max_files_per_trigger=max_files), EventsMode(classifier="jvm"))
     return (
-        classified_landing(spark, settings)
+        classified_lines(spark, settings)
         .where("quarantine_reason IS NULL")
         .select(
             "event_type",
@@ -117,9 +119,13 @@ def bronze_event_columns(spark, landing: Path, max_files: int):
 
 def run_bronze(spark, landing: Path, work: Path, max_files: int, classifier: str) -> LakeLayout:
     lake = LakeLayout.at(work / "lake")
-    writer = BronzeBatchWriter(lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored())
-    settings = BronzeSettings(landing, max_files_per_trigger=max_files, available_now=True, classifier=classifier)
-    query = start_bronze(spark, lake, settings, writer)
+    settings = BronzeSettings(
+        LandingInput(landing, max_files_per_trigger=max_files), EventsMode(classifier=classifier), available_now=True
+    )
+    writer = BronzeBatchWriter(
+        lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored(), settings
+    )
+    query = start_bronze(spark, lake, writer)
     query.awaitTermination()
     return lake
 

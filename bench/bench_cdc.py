@@ -43,8 +43,10 @@ from bench_support import machine
 
 from streamops.core.delta_format.read import is_table, read_delta
 from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.delta_connector.connector import session_needs
+from streamops.pipeline.run.ingest_modes import change_mode
 from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
 from streamops.pipeline.run.spark_session import build_spark
 
@@ -151,8 +153,8 @@ def run_streamops(root: Path, args: argparse.Namespace) -> dict:
     started = time.monotonic()
     producer = produce(root, args)
     options = RunOptions(
-        lake=str(lake.root), landing=str(root / "landing"), duration=args.duration + args.drain + 600,
-        trigger_seconds=args.trigger, delta=args.delta, cdc=CdcSettings(keys=keys),
+        lake=str(lake.root), input=LandingInput(str(root / "landing")), mode=change_mode(CdcSettings(keys=keys)),
+        duration=args.duration + args.drain + 600, trigger_seconds=args.trigger, delta=args.delta,
     )  # fmt: skip
     run_pipeline(
         options, on_start=lambda supervisor: stop_when_drained(producer, applied, supervisor.request_stop, args.drain)

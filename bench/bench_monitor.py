@@ -167,12 +167,13 @@ def multiplex_work(spark: Any, source: Path, streams: int, max_files: int) -> Ca
 
 def pipeline_drain_work(spark: Any, landing: Path) -> Callable[[Any, Any], dict[str, Any]]:
     """The real bronze/silver pipeline draining a landing directory (`streamops run --until-idle`)."""
+    from streamops.pipeline.bronze.landing_input import LandingInput
     from streamops.pipeline.delta_connector.connector import connector_for
     from streamops.pipeline.pipeline_events import MonitorEvents, Unmonitored
     from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
 
     def work(lake: Any, monitor: Any) -> dict[str, Any]:
-        settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=1.0)
+        settings = PipelineSettings(lake=lake, input=LandingInput(landing), trigger_seconds=1.0)
         events = MonitorEvents(monitor) if monitor is not None else Unmonitored()
         supervisor = Supervisor(spark, settings, connector_for("embedded", spark), events, log=lambda _: None)
         try:

@@ -44,6 +44,7 @@ from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.log import DeltaLog
 from streamops.core.delta_format.read import is_table
 from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import connector_for, session_needs
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.pipeline_events import Unmonitored
@@ -120,9 +121,8 @@ def run_layout(
     types_per_group = 1 if layout == "per_type" else types_per_group
     settings = PipelineSettings(
         lake=lake,
-        landing=landing,
+        input=LandingInput(landing, max_files_per_trigger=1000),
         trigger_seconds=trigger,
-        bronze_max_files=1000,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000, poll_seconds=silver_poll),
     )
     supervisor = Supervisor(spark, settings, connector_for(delta, spark), Unmonitored(), log=lambda line: None)

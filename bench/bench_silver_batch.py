@@ -29,6 +29,7 @@ from bench_support import cpu_seconds_by_role, machine
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.generator.run import generate
@@ -42,10 +43,11 @@ from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSet
 def bronze_lake(spark, root: Path, events: int, event_types: int) -> LakeLayout:
     generate(GeneratorSettings(out=root / "landing", events=events, event_types=event_types))
     lake = LakeLayout.at(root / "lake")
-    writer = BronzeBatchWriter(lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored())
-    start_bronze(
-        spark, lake, BronzeSettings(root / "landing", max_files_per_trigger=1000, available_now=True), writer
-    ).awaitTermination()
+    settings = BronzeSettings(LandingInput(root / "landing", max_files_per_trigger=1000), available_now=True)
+    writer = BronzeBatchWriter(
+        lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored(), settings
+    )
+    start_bronze(spark, lake, writer).awaitTermination()
     return lake
 
 

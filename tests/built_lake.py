@@ -25,6 +25,7 @@ class BuiltLake:
 
 def build_lake(spark, root: Path) -> BuiltLake:
     from streamops.monitor.stream_monitor import StreamMonitor
+    from streamops.pipeline.bronze.landing_input import LandingInput
     from streamops.pipeline.delta_connector.connector import EmbeddedDelta
     from streamops.pipeline.generator.run import generate
     from streamops.pipeline.generator.settings import GeneratorSettings
@@ -42,9 +43,8 @@ def build_lake(spark, root: Path) -> BuiltLake:
     try:
         settings = PipelineSettings(
             lake=lake,
-            landing=root / "landing",
+            input=LandingInput(root / "landing", max_files_per_trigger=2),
             trigger_seconds=1.0,
-            bronze_max_files=2,
             silver=SilverSettings(types_per_group=3),
         )
         supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda _: None)

@@ -24,7 +24,9 @@ from streamops.checkpoint_tools.text_report import correlation_text
 from streamops.core.delta_format.read import is_table, read_delta
 from streamops.core.lake_layout import LakeLayout
 from streamops.core.storage.location import Location
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.cdc.debezium_mode import DebeziumChanges
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.run.supervisor import PipelineSettings, RunReport, Supervisor
 from streamops.pipeline.silver.silver_stream import SilverSettings
@@ -90,11 +92,10 @@ def drain(
     """Everything landed, through bronze and silver, `files` landing (then bronze) files a batch."""
     settings = PipelineSettings(
         lake=lake,
-        landing=Location.local(landing),
+        input=LandingInput(Location.local(landing), max_files_per_trigger=files),
         trigger_seconds=1.0,
-        bronze_max_files=files,
         silver=SilverSettings(max_files_per_trigger=files, types_per_group=2),
-        cdc=CdcSettings(keys=keys, sequences=sequences or {}, history=history),
+        mode=DebeziumChanges(CdcSettings(keys=keys, sequences=sequences or {}, history=history)),
     )
     report = Supervisor(spark, settings, connector, Unmonitored(), log=lambda line: None).run_until_idle()
     assert report.failures == {}

@@ -55,6 +55,7 @@ from streamops.monitor.metric_catalog import (
     WATERMARK_LAG,
 )
 from streamops.monitor.stream_monitor import StreamMonitor
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
@@ -228,9 +229,8 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
         with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
             settings = PipelineSettings(
                 lake=lake,
-                landing=generated_landing,
+                input=LandingInput(generated_landing, max_files_per_trigger=2),
                 trigger_seconds=1.0,
-                bronze_max_files=2,
                 silver=SilverSettings(types_per_group=10),
             )
             supervisor = Supervisor(spark, settings, EmbeddedDelta(), MonitorEvents(monitor), log=lambda line: None)

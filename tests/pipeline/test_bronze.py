@@ -15,6 +15,7 @@ from pyspark.errors import StreamingQueryException
 from streamops.core.delta_format.read import read_delta
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import QUARANTINE_ROUTE, BronzeBatchWriter, BronzeSettings, start_bronze
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import WritePlan
 from streamops.pipeline.pipeline_events import Unmonitored
@@ -38,10 +39,11 @@ def write_file(landing: Path, name: str, lines: list[bytes]) -> None:
 
 
 def run_bronze(spark, lake: LakeLayout, landing: Path, connector=None) -> None:
+    settings = BronzeSettings(LandingInput(landing, max_files_per_trigger=1), available_now=True)
     writer = BronzeBatchWriter(
-        lake, connector or EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored()
+        lake, connector or EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored(), settings
     )
-    query = start_bronze(spark, lake, BronzeSettings(landing, max_files_per_trigger=1, available_now=True), writer)
+    query = start_bronze(spark, lake, writer)
     try:
         query.awaitTermination(180)
     finally:
@@ -168,8 +170,9 @@ def test_lines_of_a_rejected_variation_are_quarantined_and_the_first_attempts_fi
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_file(landing, "1.ndjson", [event("a", i, v=i) for i in range(3)] + [event("b", i, w="x") for i in range(2)])
     registry = RejectingRegistry.load(lake.schema_registry)
-    writer = BronzeBatchWriter(lake, EmbeddedDelta(), registry, Unmonitored())
-    query = start_bronze(spark, lake, BronzeSettings(landing, available_now=True), writer)
+    settings = BronzeSettings(LandingInput(landing), available_now=True)
+    writer = BronzeBatchWriter(lake, EmbeddedDelta(), registry, Unmonitored(), settings)
+    query = start_bronze(spark, lake, writer)
     try:
         query.awaitTermination(180)
     finally:

@@ -15,6 +15,7 @@ from small_landing import event, write_events
 
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
@@ -69,7 +70,9 @@ def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatc
     monkeypatch.setattr(BronzeBatchWriter, "__call__", bronze)
     monkeypatch.setattr(SilverGroupWriter, "write", silver)
     monkeypatch.setattr(silver_stream, "silver_routes", routes)
-    settings = PipelineSettings(lake, landing, bronze_max_files=1, silver=SilverSettings(max_files_per_trigger=1))
+    settings = PipelineSettings(
+        lake, LandingInput(landing, max_files_per_trigger=1), silver=SilverSettings(max_files_per_trigger=1)
+    )
     report = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle()
 
     assert report.failures == {} and report.bronze_batches == 4

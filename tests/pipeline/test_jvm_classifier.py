@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from streamops.pipeline.bronze import jvm_classifier
-from streamops.pipeline.bronze.bronze_classifier import KAFKA_FIELDS, BatchClassifier
-from streamops.pipeline.bronze.bronze_stream import BronzeSettings, classify_lines
+from streamops.pipeline.bronze.bronze_classifier import KAFKA_FIELDS, BatchClassifier, RecordLimits
+from streamops.pipeline.bronze.events_mode import EventsMode
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.records.record_rules import MAX_DEPTH, MAX_RECORD_BYTES
@@ -138,7 +137,7 @@ def classified_alike(spark, corpus: list[bytes]) -> pa.Table:
             }
         )
     )
-    jvm = classify_lines(spark, lines, BronzeSettings(Path("."), classifier="jvm")).toArrow()
+    jvm = EventsMode(classifier="jvm").classify(spark, lines, RecordLimits()).toArrow()
     python = BatchClassifier().classify(
         corpus, pa.array(["f"] * len(corpus)), pa.nulls(len(corpus), pa.timestamp("us", tz="UTC"))
     )

@@ -17,6 +17,7 @@ from streamops.cli import main
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.read import read_delta
 from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import CONNECTORS, EmbeddedDelta, connector_for
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
@@ -45,9 +46,8 @@ def table_rows(path: Path) -> list[dict]:
 def supervisor(spark, lake: LakeLayout, landing: Path, connector=None, **silver) -> Supervisor:
     settings = PipelineSettings(
         lake=lake,
-        landing=landing,
+        input=LandingInput(landing, max_files_per_trigger=3),
         trigger_seconds=1.0,
-        bronze_max_files=3,
         silver=SilverSettings(max_files_per_trigger=2, **silver),
     )
     return Supervisor(spark, settings, connector or EmbeddedDelta(), Unmonitored(), log=lambda line: None)

@@ -17,6 +17,7 @@ from small_landing import event, silver_count, write_events
 from waiting import wait_until
 
 from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
 from streamops.pipeline.pipeline_events import Unmonitored
@@ -158,7 +159,7 @@ def test_run_for_holds_a_fail_group_stop_while_the_other_groups_go_on(spark, tmp
     write_events(landing, "1.ndjson", [event("a", 0, level=1), event("b", 0, level=1)])
     settings = PipelineSettings(
         lake=lake,
-        landing=landing,
+        input=LandingInput(landing),
         trigger_seconds=0.5,
         silver=SilverSettings(types_per_group=1, on_incompatible="fail_group"),
     )
@@ -191,7 +192,7 @@ def test_a_damaged_table_stops_the_stream_with_one_line_and_is_retried_with_back
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_events(landing, "a.ndjson", [event("click", i, n=i) for i in range(5)])
     settings = PipelineSettings(
-        lake=lake, landing=landing, trigger_seconds=0.5, silver=SilverSettings(max_files_per_trigger=5)
+        lake=lake, input=LandingInput(landing), trigger_seconds=0.5, silver=SilverSettings(max_files_per_trigger=5)
     )
     assert (
         Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None).run_until_idle().failures
@@ -237,7 +238,7 @@ def test_a_first_offset_write_cut_short_by_a_kill_does_not_stop_the_restart(spar
     name = "0.8c9f3e15-e856-443a-9366-9999d5141266.tmp"
     (offsets / f".{name}").write_bytes(b"")
     (offsets / f"..{name}.crc").write_bytes(b"")
-    settings = PipelineSettings(lake=lake, landing=landing, trigger_seconds=0.5)
+    settings = PipelineSettings(lake=lake, input=LandingInput(landing), trigger_seconds=0.5)
     lines: list[str] = []
     report = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lines.append).run_until_idle()
     assert report.failures == {}
@@ -252,7 +253,7 @@ def test_the_streams_that_follow_bronze_poll_it_between_its_triggers(spark, tmp_
     lake, landing = LakeLayout.at(tmp_path / "lake"), tmp_path / "landing"
     write_events(landing, "a.ndjson", [event("click", i, n=i) for i in range(5)])
     settings = PipelineSettings(
-        lake=lake, landing=landing, trigger_seconds=5.0, silver=SilverSettings(poll_seconds=0.5)
+        lake=lake, input=LandingInput(landing), trigger_seconds=5.0, silver=SilverSettings(poll_seconds=0.5)
     )
     supervisor = Supervisor(spark, settings, EmbeddedDelta(), Unmonitored(), log=lambda line: None)
     running = threading.Thread(target=supervisor.run_for, args=(None,))

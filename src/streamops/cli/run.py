@@ -156,34 +156,49 @@ def _add_cdc_options(run: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _cdc_settings(args: argparse.Namespace):
-    """The CDC settings the flags describe, or None without --cdc."""
+def _ingest_mode(args: argparse.Namespace):
+    """What the flags say the lines are: the changes `--cdc` names, else events."""
+    from streamops.pipeline.bronze.events_mode import EVENTS
     from streamops.pipeline.cdc.cdc_settings import CdcSettings, parse_cdc_keys, parse_cdc_sequences
     from streamops.pipeline.exceptions import PipelineConfigError
+    from streamops.pipeline.run.ingest_modes import change_mode
 
     if args.cdc is None:
         if args.cdc_keys or args.cdc_sequence or args.cdc_history:
             raise PipelineConfigError("--cdc-keys, --cdc-sequence and --cdc-history need --cdc debezium")
-        return None
-    return CdcSettings(
-        format=args.cdc,
-        keys=parse_cdc_keys(args.cdc_keys),
-        sequences=parse_cdc_sequences(args.cdc_sequence),
-        history=args.cdc_history,
+        return EVENTS
+    return change_mode(
+        CdcSettings(
+            format=args.cdc,
+            keys=parse_cdc_keys(args.cdc_keys),
+            sequences=parse_cdc_sequences(args.cdc_sequence),
+            history=args.cdc_history,
+        )
     )
 
 
-def _kafka_input(args: argparse.Namespace):
-    """The Kafka input the flags describe, or None when bronze reads --landing."""
-    from streamops.pipeline.bronze.line_sources import KafkaInput
+def _line_input(args: argparse.Namespace):
+    """Where the flags say bronze reads: --landing, or the Kafka topics of --kafka-bootstrap."""
+    from streamops.pipeline.bronze.landing_input import LandingInput
     from streamops.pipeline.exceptions import PipelineConfigError
 
     if args.kafka_bootstrap is None:
         if args.topics or args.topic_pattern:
             raise PipelineConfigError("--topics and --topic-pattern need --kafka-bootstrap HOST:PORT")
-        return None
-    if args.landing is not None:
+        if args.kafka_consumer_group is not None:
+            raise PipelineConfigError("--kafka-consumer-group needs bronze to read Kafka (--kafka-bootstrap)")
+        if not args.landing:
+            raise PipelineConfigError("give the pipeline one input: --landing DIR, or --kafka-bootstrap with --topics")
+        return LandingInput(args.landing, max_files_per_trigger=args.max_files_per_trigger)
+    if args.landing:
         raise PipelineConfigError("give --landing or --kafka-bootstrap, not both")
+    return _kafka_input(args)
+
+
+def _kafka_input(args: argparse.Namespace):
+    from streamops.pipeline.bronze.kafka_input import KafkaInput
+    from streamops.pipeline.exceptions import PipelineConfigError
+
     options = {}
     for pair in args.kafka_option:
         key, sep, value = pair.partition("=")
@@ -198,6 +213,7 @@ def _kafka_input(args: argparse.Namespace):
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         options=options,
         allow_data_loss=args.allow_data_loss,
+        consumer_group=args.kafka_consumer_group,
     )
 
 
@@ -240,20 +256,17 @@ def _run_until_stopped(args: argparse.Namespace, silver: SilverSettings, signals
     return run_pipeline(
         RunOptions(
             lake=args.lake,
-            landing=args.landing,
+            input=_line_input(args),
+            mode=_ingest_mode(args),
             until_idle=args.until_idle,
             duration=args.duration,
             trigger_seconds=args.trigger,
             metrics_port=args.metrics_port,
             metrics_host=args.metrics_host,
             silver=silver,
-            bronze_max_files=args.max_files_per_trigger,
             delta=args.delta,
             master=args.master,
             stages=args.stages,
-            kafka=_kafka_input(args),
-            kafka_consumer_group=args.kafka_consumer_group,
-            cdc=_cdc_settings(args),
         ),
         on_start=signals.on_start,
     )

@@ -16,7 +16,6 @@ process (`python -m streamops console`): the pipeline package never imports the 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from streamops.core.lake_layout import DELTA_LOG_DIR, LakeLayout
-from streamops.pipeline.bronze.line_sources import KafkaInput
 from streamops.pipeline.delta_connector.connector import ConnectorName
 from streamops.pipeline.exceptions import DemoError
 from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
-from streamops.pipeline.generator.kafka_writer import KafkaTarget, KafkaWriter
+from streamops.pipeline.generator.kafka_writer import KafkaTarget
+from streamops.pipeline.generator.load_feed import KafkaFeed, LandingFeed, LoadFeed
 from streamops.pipeline.generator.run import Progress, generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.run.stop_signals import StopSignals
@@ -41,7 +40,6 @@ from streamops.pipeline.run.stop_signals import StopSignals
 HOST = "127.0.0.1"
 CONSOLE_START_SECONDS = 90
 STOP_WAIT_SECONDS = 20
-CYCLE_FILE = re.compile(r"^c(\d{4})-")
 DEMO_TOPIC = "streamops-demo"
 DEMO_PARTITIONS = 4
 """Partitions of the demo's topic when the demo creates it: enough for bronze to read in parallel."""
@@ -82,12 +80,14 @@ class DemoOptions:
         if self.console_port == self.metrics_port:
             raise DemoError("--console-port and --metrics-port must differ")
 
-    @property
-    def kafka(self) -> KafkaTarget | None:
-        """The topic the load goes to (created with DEMO_PARTITIONS partitions when missing)."""
+    def feed(self, workdir: Path) -> LoadFeed:
+        """Where the load goes: `workdir`'s landing, or the demo's topic (created with
+        DEMO_PARTITIONS partitions when missing)."""
         if self.kafka_bootstrap is None:
-            return None
-        return KafkaTarget(self.kafka_bootstrap, self.topic or DEMO_TOPIC, DEMO_PARTITIONS)
+            return LandingFeed(workdir / "landing")
+        return KafkaFeed(
+            KafkaTarget(self.kafka_bootstrap, self.topic or DEMO_TOPIC, DEMO_PARTITIONS), DEMO_CONSUMER_GROUP
+        )
 
     @property
     def cycle_length(self) -> float:
@@ -100,32 +100,31 @@ class _LoadStopped(Exception):
 
 
 class DriftingLoad(threading.Thread):
-    """Generator runs, back to back, each file moved into `landing` as soon as it is written
-    (`landing` None: each file's lines are produced to the demo's topic instead).
+    """Generator runs, back to back, each file published to the feed as soon as it is written
+    (generator/load_feed.py).
 
     A cycle writes into its own staging directory (the generator refuses to mix runs in one
-    directory) and each finished file is renamed into landing with the cycle as a prefix, which
-    keeps names unique and the arrival atomic for Spark's file source. A failed load stops the
-    demo (`on_failure`): a pipeline with no input would only look healthy.
+    directory). A failed load stops the demo (`on_failure`): a pipeline with no input would only
+    look healthy.
     """
 
     def __init__(
         self,
         options: DemoOptions,
-        landing: Path | None,
+        feed: LoadFeed,
         staging: Path,
         stop: threading.Event,
         on_failure: Callable[[], None],
     ) -> None:
         super().__init__(name="streamops-demo-load", daemon=True)
-        self.options, self.landing, self.staging, self.stop = options, landing, staging, stop
+        self.options, self.feed, self.staging, self.stop = options, feed, staging, stop
         self.on_failure = on_failure
         self.lines = 0
         self.files = 0
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        cycle = self._next_cycle()
+        cycle = self.feed.next_cycle()
         try:
             while not self.stop.is_set():
                 out = self.staging / f"cycle-{cycle:04d}"
@@ -137,7 +136,7 @@ class DriftingLoad(threading.Thread):
                     drift=self.options.drift,
                     bad=self.options.bad,
                     rate=self.options.rate,
-                    kafka=self.options.kafka,
+                    kafka=self.feed.target,
                 )
                 try:
                     generate(settings, on_file=lambda progress, c=cycle: self._publish(progress, out, c))
@@ -151,20 +150,11 @@ class DriftingLoad(threading.Thread):
             shutil.rmtree(self.staging, ignore_errors=True)
 
     def _publish(self, progress: Progress, out: Path, cycle: int) -> None:
-        if self.landing is not None:  # produced to Kafka, the lines are already on the topic
-            name = progress.file.name
-            os.rename(out / name, self.landing / f"c{cycle:04d}-{name}")
+        self.feed.publish(out / progress.file.name, cycle)
         self.files += 1
         self.lines += progress.file.lines
         if self.stop.is_set():
             raise _LoadStopped()
-
-    def _next_cycle(self) -> int:
-        """A demo restarted on the same workdir continues after the cycles already landed."""
-        if self.landing is None:
-            return 1
-        cycles = [int(m.group(1)) for p in self.landing.iterdir() if (m := CYCLE_FILE.match(p.name))]
-        return max(cycles, default=0) + 1
 
 
 class ConsoleProcess:
@@ -241,11 +231,11 @@ class Announcer(threading.Thread):
         stop: threading.Event,
         on_failure: Callable[[], None],
         out: TextIO,
-        kafka: KafkaTarget | None = None,
+        feed: LoadFeed,
     ) -> None:
         super().__init__(name="streamops-demo-announcer", daemon=True)
         self.console, self.metrics_url, self.lake, self.started = console, metrics_url, lake, started
-        self.stop, self.on_failure, self.out, self.kafka = stop, on_failure, out, kafka
+        self.stop, self.on_failure, self.out, self.feed = stop, on_failure, out, feed
         self.error: DemoError | None = None
 
     def run(self) -> None:
@@ -259,7 +249,7 @@ class Announcer(threading.Thread):
             self.stop.wait(0.5)
         if self.stop.is_set():
             return
-        self._say(banner(self.console.url, self.metrics_url, self.lake, time.monotonic() - self.started, self.kafka))
+        self._say(banner(self.console.url, self.metrics_url, self.lake, time.monotonic() - self.started, self.feed))
         while not self.stop.is_set():
             table = first_silver_table(self.lake)
             if table is not None:
@@ -272,19 +262,11 @@ class Announcer(threading.Thread):
         print(text, file=self.out, flush=True)
 
 
-def banner(
-    console_url: str, metrics_url: str, lake: LakeLayout, seconds: float, kafka: KafkaTarget | None = None
-) -> str:
+def banner(console_url: str, metrics_url: str, lake: LakeLayout, seconds: float, feed: LoadFeed) -> str:
     """What to open and what to try; with Kafka, the doctor also asks the brokers, and Kafka's
     own tool sees bronze's consumer group."""
     root = lake.root
-    brokers, topic, group = "", [], []
-    if kafka is not None:
-        brokers = f" --kafka-bootstrap {kafka.bootstrap}"
-        topic = [f"  kafka     topic `{kafka.topic}` at {kafka.bootstrap}"]
-        group = [
-            f"  kafka-consumer-groups.sh --bootstrap-server {kafka.bootstrap} --describe --group {DEMO_CONSUMER_GROUP}"
-        ]
+    topic, group = feed.notes()
     return "\n".join(
         [
             "",
@@ -295,7 +277,7 @@ def banner(
             *topic,
             "try, in another terminal:",
             f"  streamops status --lake {root}",
-            f"  streamops checkpoint doctor --lake {root}{brokers}",
+            f"  streamops checkpoint doctor --lake {root}{feed.doctor_flags()}",
             f"  streamops checkpoint correlate {lake.checkpoint('bronze')} --lake {root} --last 3",
             *group,
             "",
@@ -311,26 +293,21 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
 
     started = time.monotonic()
     workdir = options.workdir.expanduser().resolve()
-    kafka = options.kafka
-    lake, landing = LakeLayout.at(workdir / "lake"), None if kafka else workdir / "landing"
-    for directory in (lake.root.local_path, landing):
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-    if kafka is not None:
-        KafkaWriter(kafka)  # creates the topic when missing; an unreachable broker fails here, before Spark
+    lake, feed = LakeLayout.at(workdir / "lake"), options.feed(workdir)
+    lake.root.local_path.mkdir(parents=True, exist_ok=True)
+    feed.prepare()
     with StopSignals() as signals:
         stop, request_stop = signals.event, signals.request_stop
         timer = threading.Timer(options.duration, request_stop) if options.duration else None
-        target = landing if kafka is None else f"topic `{kafka.topic}` at {kafka.bootstrap}"
         print(
-            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {target}",
+            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {feed.describe()}",
             file=out,
             flush=True,
         )
         console = ConsoleProcess(lake, options.console_port, workdir / "console.log")
-        load = DriftingLoad(options, landing, workdir / ".generator", stop, request_stop)
+        load = DriftingLoad(options, feed, workdir / ".generator", stop, request_stop)
         announcer = Announcer(
-            console, f"http://{HOST}:{options.metrics_port}/metrics", lake, started, stop, request_stop, out, kafka
+            console, f"http://{HOST}:{options.metrics_port}/metrics", lake, started, stop, request_stop, out, feed
         )
         try:
             load.start()
@@ -340,9 +317,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             report = run_pipeline(
                 RunOptions(
                     lake=lake.root,
-                    landing=landing,
-                    kafka=None if kafka is None else KafkaInput(kafka.bootstrap, topics=(kafka.topic,)),
-                    kafka_consumer_group=None if kafka is None else DEMO_CONSUMER_GROUP,
+                    input=feed.line_input(),
                     trigger_seconds=options.trigger_seconds,
                     metrics_port=options.metrics_port,
                     metrics_host=HOST,
@@ -363,7 +338,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     if load.error is not None:
         raise DemoError(f"the load generator stopped: {load.error}")
     summary = summarize_lake(lake)
-    produced = f"in {load.files} files" if kafka is None else f"produced to topic `{kafka.topic}`"
+    produced = feed.delivered(load.files)
     print(
         f"streamops demo stopped after {time.monotonic() - started:.0f}s: {load.lines} lines {produced}, "
         f"{summary.bronze_rows} bronze rows, {sum(summary.quarantine_by_reason.values())} quarantined, "

@@ -1,5 +1,5 @@
-"""The bronze stream: landing NDJSON files or Kafka records -> bronze/events, bronze/quarantine,
-schema registry.
+"""The bronze stream: the lines of its input (landing files, Kafka records) -> bronze/events,
+bronze/quarantine, schema registry.
 
 Each micro-batch is read, classified and written in one Spark job: its tasks write the bronze
 and quarantine files and report, besides the files, the first line of each schema variation the
@@ -16,19 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from streamops.core.checkpoint_format.kafka_positions import LostRange
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.read import open_table
 from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
-from streamops.core.storage.location import Location, LocationLike
-from streamops.pipeline.bronze import jvm_classifier
-from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, KAFKA_FIELDS, BatchClassifier, RecordLimits
-from streamops.pipeline.bronze.kafka_retention import loss_rows, lost_in_batch
-from streamops.pipeline.bronze.line_sources import KafkaInput, kafka_lines, landing_lines
-from streamops.pipeline.cdc.cdc_classifier import CDC_CLASSIFIED_SCHEMA, ROW_IMAGE_COLUMN, CdcBatchClassifier
-from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.bronze.bronze_classifier import RecordLimits
+from streamops.pipeline.bronze.events_mode import EVENTS
+from streamops.pipeline.bronze.ingest_mode import IngestMode
+from streamops.pipeline.bronze.kafka_retention import loss_rows
+from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.batch_report import FirstRowsFound
 from streamops.pipeline.delta_connector.write_plan import (
     BATCH_ID_VALUE,
@@ -41,10 +39,8 @@ from streamops.pipeline.delta_connector.write_plan import (
     TableTarget,
     WritePlan,
 )
-from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import BRONZE_SCHEMA, QUARANTINE_SCHEMA, table_access
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from streamops.pipeline.records.record_rules import UTF8_BOM
 from streamops.pipeline.registry.schema_registry import REGISTRY_STAGE, NewVariation, Registration, SchemaRegistry
 from streamops.pipeline.runtime.batch_context import batch_commit_info
 from streamops.pipeline.runtime.batch_function import batch_function
@@ -57,25 +53,18 @@ if TYPE_CHECKING:
     from streamops.pipeline.delta_connector.connector import DeltaConnector
 
 
-Classifier = Literal["auto", "jvm", "python"]
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
 class BronzeSettings:
-    """Where bronze reads: the `landing` directory, or the Kafka topics of `kafka` (then
-    `landing` is unused). `classifier`: `auto` is the JVM classifier when the JDK could build
-    it, else the Python one."""
+    """Where bronze reads its lines (`input`) and what they are (`mode`)."""
 
-    landing: LocationLike
+    input: LineInput
+    mode: IngestMode = EVENTS
     trigger_seconds: float = 5.0
-    max_files_per_trigger: int = 100
     limits: RecordLimits = RecordLimits()
     available_now: bool = False
-    classifier: Classifier = "auto"
-    kafka: KafkaInput | None = None
-    cdc: CdcSettings | None = None
-    """Each line is a Debezium change (pipeline/cdc/cdc_classifier.py, always in Python)."""
 
 
 class BronzeBatchWriter:
@@ -87,20 +76,17 @@ class BronzeBatchWriter:
         connector: DeltaConnector,
         registry: SchemaRegistry,
         events: PipelineEvents,
+        settings: BronzeSettings,
         after_batch: Callable[[BronzeBatchResult], None] | None = None,
-        kafka: KafkaInput | None = None,
-        cdc: bool = False,
     ) -> None:
-        """`cdc`: the lines are Debezium changes, whose variations the registry learns from
-        their row images (`row_image`) instead of the payload."""
         self.lake = lake
         self.connector = connector
         self.registry = registry
         self.events = events
+        self.settings = settings
         self.after_batch = after_batch
-        self.kafka = kafka
-        self.first_rows = replace(FIRST_ROWS, value_column=ROW_IMAGE_COLUMN) if cdc else FIRST_ROWS
-        self._prototype = ROW_IMAGE_COLUMN if cdc else None
+        self._prototype = settings.mode.prototype_column
+        self.first_rows = replace(FIRST_ROWS, value_column=self._prototype) if self._prototype else FIRST_ROWS
         self._routes: tuple[frozenset[tuple[str, str]], list[Column]] | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -109,7 +95,7 @@ class BronzeBatchWriter:
         ingest_time = datetime.now(timezone.utc)
         with table_access(self.lake.bronze_events, "read"):
             next_version = open_table(self.lake.bronze_events).version() + 1
-        lost = self._record_kafka_loss(df, commit)
+        lost = self._record_loss(df, commit)
         known = frozenset(self.registry.known())
         if self._routes is None or self._routes[0] != known:
             self._routes = (known, bronze_routes(known, prototype_column=self._prototype))
@@ -143,11 +129,9 @@ class BronzeBatchWriter:
         if self.after_batch:
             self.after_batch(result)
 
-    def _record_kafka_loss(self, df: DataFrame, commit: BatchCommitInfo) -> tuple[LostRange, ...]:
-        """With --allow-data-loss, what of its planned Kafka offsets the batch cannot read (kafka_retention)."""
-        if self.kafka is None or not self.kafka.allow_data_loss:
-            return ()
-        lost = lost_in_batch(df, commit)
+    def _record_loss(self, df: DataFrame, commit: BatchCommitInfo) -> tuple[LostRange, ...]:
+        """What the batch was planned to read and the input no longer held, each range recorded."""
+        lost = self.settings.input.lost_in_batch(df, commit)
         if lost:
             self.connector.write_batch(self.lake.kafka_data_loss, loss_rows(lost, commit), commit)
         return tuple(lost)
@@ -281,76 +265,23 @@ def create_bronze_tables(lake: LakeLayout, connector: DeltaConnector) -> None:
     connector.create_table(lake.bronze_quarantine, QUARANTINE_SCHEMA)
 
 
-def classify_lines(spark: SparkSession, lines: DataFrame, settings: BronzeSettings) -> DataFrame:
-    """Lines (value, source_file, source_mtime) -> CLASSIFIED_SCHEMA, in the JVM when possible
-    (CDC_CLASSIFIED_SCHEMA, in Python, for Debezium changes)."""
+def classified_lines(spark: SparkSession, settings: BronzeSettings) -> DataFrame:
+    """The input as a stream of classified lines (CLASSIFIED_SCHEMA with `event_time`)."""
     from pyspark.sql import functions as F
 
-    if settings.cdc is not None:
-        if settings.classifier == "jvm":
-            raise PipelineConfigError("--cdc reads changes with the Python classifier only: drop classifier=jvm")
-        return lines.mapInArrow(
-            CdcBatchClassifier(settings.cdc.keys, settings.limits, settings.cdc.sequences), CDC_CLASSIFIED_SCHEMA
-        )
-    use_jvm = settings.classifier != "python" and jvm_classifier.register(spark)
-    if settings.classifier == "jvm" and not use_jvm:
-        raise PipelineConfigError(
-            "the JVM classifier needs a JDK (`javac`) to build it: install openjdk-17-jdk-headless "
-            "or use the python classifier"
-        )
-    if not use_jvm:
-        return lines.mapInArrow(BatchClassifier(settings.limits), CLASSIFIED_SCHEMA)
-    limits = settings.limits
-    bom = UTF8_BOM.hex().upper()
-    payload = F.expr(
-        f"CASE WHEN substring(value, 1, {len(UTF8_BOM)}) = X'{bom}' THEN substring(value, {len(UTF8_BOM) + 1}) ELSE value END"
-    )
-    call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
-    kafka = [name for name, _ in KAFKA_FIELDS]
     return (
-        lines.select(payload.alias("value"), "source_file", "source_mtime", *kafka)
-        .select(call.alias("c"), "value", "source_file", "source_mtime", *kafka)
-        .select(
-            "c.event_type",
-            "c.event_id",
-            "c.event_time_text",
-            "c.schema_hash",
-            F.col("value").alias("payload"),
-            "source_file",
-            "source_mtime",
-            "c.quarantine_reason",
-            "c.quarantine_detail",
-            *kafka,
-        )
-    )
-
-
-def classified_landing(spark: SparkSession, settings: BronzeSettings) -> DataFrame:
-    """The landing files or Kafka records as a stream of classified lines (CLASSIFIED_SCHEMA
-    with `event_time`)."""
-    from pyspark.sql import functions as F
-
-    if settings.kafka is not None:
-        lines = kafka_lines(spark, settings.kafka)
-    else:
-        lines = landing_lines(spark, settings.landing, settings.max_files_per_trigger)
-    return (
-        classify_lines(spark, lines, settings)
+        settings.mode.classify(spark, settings.input.lines(spark), settings.limits)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")
     )
 
 
-def start_bronze(
-    spark: SparkSession, lake: LakeLayout, settings: BronzeSettings, writer: BronzeBatchWriter
-) -> StreamingQuery:
-    if settings.kafka is None:
-        landing = Location.of(settings.landing)
-        if landing.is_local:
-            landing.local_path.mkdir(parents=True, exist_ok=True)
+def start_bronze(spark: SparkSession, lake: LakeLayout, writer: BronzeBatchWriter) -> StreamingQuery:
+    settings = writer.settings
+    settings.input.prepare(lake.checkpoint(BRONZE_STREAM), BRONZE_STREAM)
     create_bronze_tables(lake, writer.connector)
     stream = (
-        classified_landing(spark, settings)
+        classified_lines(spark, settings)
         .writeStream.queryName(BRONZE_STREAM)
         .foreachBatch(batch_function(writer))
         .option("checkpointLocation", str(lake.checkpoint(BRONZE_STREAM)))

@@ -13,6 +13,7 @@ first one it read (or its planned end, when it read nothing there). Each range i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,6 @@ from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.exceptions import StreamopsError
 from streamops.core.kafka_admin import KafkaAdmin
 from streamops.core.storage.location import Location
-from streamops.pipeline.bronze.line_sources import KafkaInput
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,14 +50,14 @@ class KafkaDataLossError(StreamopsError):
     """Retention deleted Kafka offsets the stream had not read, and data loss is not allowed."""
 
 
-def check_retention(checkpoint: Location, kafka: KafkaInput, stream: str) -> None:
+def check_retention(checkpoint: Location, bootstrap: str, client_config: Mapping[str, str], stream: str) -> None:
     """Stop before a start that would skip offsets retention deleted (one line naming them)."""
     if not (checkpoint / "offsets").is_dir():
         return
     needed = next_kafka_offsets(read_checkpoint(checkpoint, last_batches=2))
     if not needed:
         return
-    earliest = KafkaAdmin(kafka.bootstrap, kafka.client_config).earliest(needed)
+    earliest = KafkaAdmin(bootstrap, client_config).earliest(needed)
     lost = lost_ranges(needed, earliest)
     if lost:
         raise KafkaDataLossError(

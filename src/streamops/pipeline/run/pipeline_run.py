@@ -6,17 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
-from streamops.core.storage.location import Location, LocationLike
-from streamops.pipeline.bronze.line_sources import KafkaInput
-from streamops.pipeline.cdc.cdc_settings import CdcSettings
+from streamops.pipeline.bronze.events_mode import EVENTS
+from streamops.pipeline.bronze.ingest_mode import IngestMode
+from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
-from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.run.run_lock import RunLock
 from streamops.pipeline.run.spark_session import build_spark, stop_spark
 from streamops.pipeline.run.supervisor import STAGE_LOCKS, PipelineSettings, RunReport, Stages, Supervisor
-from streamops.pipeline.runtime.spark_jars import kafka_package
 from streamops.pipeline.runtime.spark_storage import object_store_needs, require_store_connectors
 from streamops.pipeline.silver.silver_stream import SilverSettings
 
@@ -26,29 +24,24 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What `streamops run` takes. `delta`: the Delta connector every stage runs on, one per run
-    (`embedded`: delta-rs inside Spark, no JARs; `native`: delta-spark, its JARs resolved on the
-    first run). `stages`: the hops this process runs (bronze, silver or all)."""
+    """What `streamops run` takes. `input`: where bronze reads its lines (`LandingInput`,
+    `KafkaInput`); `mode`: what they are (events, or the changes of database tables:
+    run/ingest_modes.py's `change_mode`). `delta`: the Delta connector every stage runs on, one
+    per run (`embedded`: delta-rs inside Spark, no JARs; `native`: delta-spark, its JARs resolved
+    on the first run). `stages`: the hops this process runs (bronze, silver or all)."""
 
     lake: LakeLike
-    landing: LocationLike | None = None
+    input: LineInput
+    mode: IngestMode = EVENTS
     until_idle: bool = False
     duration: float | None = None
     trigger_seconds: float = 5.0
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     silver: SilverSettings = SilverSettings()
-    bronze_max_files: int = 100
     delta: ConnectorName = "embedded"
     master: str | None = None
     stages: Stages = "all"
-    kafka: KafkaInput | None = None
-    """Bronze reads these Kafka topics instead of `landing` (one of the two)."""
-    kafka_consumer_group: str | None = None
-    """Commit bronze's Kafka position to this consumer group after each batch (Kafka's tools see it)."""
-    cdc: CdcSettings | None = None
-    """The input is Debezium change events: each source table becomes a current-state silver
-    table (and its history, when asked for) instead of an event table (docs/cdc.md)."""
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
@@ -63,8 +56,6 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
     lake = LakeLayout.at(options.lake)
     require_writable_lake(lake.root)  # before Spark's 10 s start
     owns_spark = SparkContext._active_spark_context is None
-    if (options.landing is None) == (options.kafka is None):
-        raise PipelineConfigError("give the pipeline one input: --landing DIR, or --kafka-bootstrap with --topics")
     running: list[Supervisor] = []
     lock = RunLock(lake, STAGE_LOCKS[options.stages], lambda line: _lost_lock(line, running))
     lock.acquire()
@@ -89,11 +80,9 @@ def _lost_lock(line: str, running: list[Supervisor]) -> None:
 
 def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Supervisor], None]) -> RunReport:
     conf, packages = session_needs(options.delta)
-    if options.kafka is not None:
-        packages = [*packages, kafka_package()]
-    inputs = [LakeLayout.at(options.lake).root] + ([] if options.landing is None else [Location.of(options.landing)])
+    inputs = [LakeLayout.at(options.lake).root, *options.input.locations]
     store_conf, store_packages = object_store_needs(inputs)
-    conf, packages = {**conf, **store_conf}, [*packages, *store_packages]
+    conf, packages = {**conf, **store_conf}, [*packages, *options.input.spark_packages(), *store_packages]
     spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
         require_store_connectors(spark, inputs)
@@ -101,18 +90,6 @@ def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Superv
     finally:
         if owns_spark:
             stop_spark(spark)
-
-
-def _kafka_groups(options: RunOptions):
-    """The consumer group bronze publishes its position to, when asked for."""
-    from streamops.monitor.kafka_groups import KafkaGroupCommits
-
-    if options.kafka_consumer_group is None:
-        return None
-    if options.kafka is None:
-        raise PipelineConfigError("--kafka-consumer-group needs bronze to read Kafka (--kafka-bootstrap)")
-    groups = {BRONZE_STREAM: options.kafka_consumer_group}
-    return KafkaGroupCommits(options.kafka.bootstrap, groups, options.kafka.client_config)
 
 
 def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supervisor], None] | None) -> RunReport:
@@ -125,18 +102,16 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         metrics_port=options.metrics_port,
         metrics_host=options.metrics_host,
         delta_connector=options.delta,
-        kafka_groups=_kafka_groups(options),
+        kafka_groups=options.input.group_commits(BRONZE_STREAM),
     )
     monitor.start()
     settings = PipelineSettings(
         lake=lake,
-        landing=None if options.landing is None else Location.of(options.landing),
-        kafka=options.kafka,
+        input=options.input,
         trigger_seconds=options.trigger_seconds,
-        bronze_max_files=options.bronze_max_files,
         silver=options.silver,
         stages=options.stages,
-        cdc=options.cdc,
+        mode=options.mode,
     )
     try:
         supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))

@@ -22,17 +22,15 @@ from typing import TYPE_CHECKING, Callable, Literal, get_args
 from streamops.core.checkpoint_format.abandoned_writes import remove_abandoned_writes
 from streamops.core.exceptions import StreamopsError
 from streamops.core.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
-from streamops.core.storage.location import Location
 from streamops.pipeline.bronze.bronze_stream import (
     BronzeBatchWriter,
     BronzeSettings,
     create_bronze_tables,
     start_bronze,
 )
-from streamops.pipeline.bronze.kafka_retention import check_retention
-from streamops.pipeline.bronze.line_sources import KafkaInput
-from streamops.pipeline.cdc.cdc_settings import CdcSettings
-from streamops.pipeline.cdc.cdc_stream import CdcGroupWriter
+from streamops.pipeline.bronze.events_mode import EVENTS
+from streamops.pipeline.bronze.ingest_mode import IngestMode
+from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import DeltaConnector
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
 from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventGroupsReader
@@ -47,7 +45,7 @@ from streamops.pipeline.run.query_restarts import (
     first_line,
     stop_between_batches,
 )
-from streamops.pipeline.silver.silver_stream import GroupWriter, SilverGroupWriter, SilverSettings, start_silver_group
+from streamops.pipeline.silver.silver_stream import SilverSettings, start_silver_group
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,20 +60,18 @@ STAGE_LOCKS: dict[Stages, tuple[str, ...]] = {"bronze": ("bronze",), "silver": (
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    """`stages`: which hops this process runs. `bronze` ingests landing files into bronze (and
-    the registry); `silver` runs the management stream and the silver groups on what bronze
-    holds; `all` both. The hops can run as separate applications or on separate clusters."""
+    """`input`: where bronze reads its lines; `mode`: what they are (events, or changes of
+    database tables that silver groups MERGE). `stages`: which hops this process runs. `bronze`
+    ingests the input into bronze (and the registry); `silver` runs the management stream and
+    the silver groups on what bronze holds; `all` both. The hops can run as separate
+    applications or on separate clusters."""
 
     lake: LakeLayout
-    landing: Location | None
+    input: LineInput
     trigger_seconds: float = 5.0
-    bronze_max_files: int = 100
     silver: SilverSettings = SilverSettings()
     stages: Stages = "all"
-    kafka: KafkaInput | None = None
-    """Bronze reads these Kafka topics instead of `landing`."""
-    cdc: CdcSettings | None = None
-    """The input is Debezium changes: silver groups MERGE each source table's current state."""
+    mode: IngestMode = EVENTS
 
     @property
     def runs_bronze(self) -> bool:
@@ -121,11 +117,7 @@ class Supervisor:
         self._create_tables()
         self.registry = SchemaRegistry.load(self.lake.schema_registry)
         self.groups = EventGroupsReader(self.lake.event_groups)
-        self.causes = FailureCauses(
-            self.lake,
-            () if settings.landing is None else (Location.of(settings.landing),),
-            self.lake.stream_source_table,
-        )
+        self.causes = FailureCauses(self.lake, settings.input.locations, self.lake.stream_source_table)
         self.restarts = QueryRestarts(self.report.failures, log, self.causes.explain)
         self._stop_requested = threading.Event()
         self._groups_unreadable = False
@@ -157,22 +149,14 @@ class Supervisor:
 
     def _start_bronze(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(BRONZE_STREAM)
-        kafka = self.settings.kafka
-        if kafka is not None and not kafka.allow_data_loss:
-            check_retention(self.lake.checkpoint(BRONZE_STREAM), kafka, BRONZE_STREAM)
-        cdc = self.settings.cdc
-        writer = BronzeBatchWriter(
-            self.lake, self.connector, self.registry, self.events, self._bronze_done, kafka, cdc=cdc is not None
-        )
         settings = BronzeSettings(
-            landing=self.settings.landing or Location.local("."),
-            kafka=kafka,
+            self.settings.input,
+            self.settings.mode,
             trigger_seconds=self.settings.trigger_seconds,
-            max_files_per_trigger=self.settings.bronze_max_files,
             available_now=available_now,
-            cdc=cdc,
         )
-        return start_bronze(self.spark, self.lake, settings, writer)
+        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, settings, self._bronze_done)
+        return start_bronze(self.spark, self.lake, writer)
 
     def _start_management(self, available_now: bool) -> StreamingQuery:
         self._clear_abandoned_writes(MANAGEMENT_STREAM)
@@ -188,12 +172,9 @@ class Supervisor:
         self._clear_abandoned_writes(silver_stream(group))
         silver = self._silver_settings(available_now)
         self.events.stream_reads_table(silver_stream(group), self.lake.bronze_events)
-        stopped = self.restarts.policy_stopped
-        writer: GroupWriter
-        if self.settings.cdc is not None:
-            writer = CdcGroupWriter(self.lake, self.connector, group, silver, self.settings.cdc, self.events, stopped)
-        else:
-            writer = SilverGroupWriter(self.lake, self.connector, group, silver, self.events, on_policy_stop=stopped)
+        writer = self.settings.mode.group_writer(
+            self.lake, self.connector, group, silver, self.events, self.restarts.policy_stopped
+        )
         return start_silver_group(self.spark, self.lake, self.connector, writer)
 
     def _clear_abandoned_writes(self, stream: str) -> None:
