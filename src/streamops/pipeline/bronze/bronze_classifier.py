@@ -12,7 +12,7 @@ A line no rule expected to fail on is quarantined as `unprocessable`, never rais
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -174,20 +174,27 @@ class BatchClassifier:
         verdicts = [judge_line(line, self.limits) for line in lines]
         kafka = kafka or [pa.nulls(len(lines), kind) for _, kind in KAFKA_FIELDS]
         return pa.RecordBatch.from_arrays(
-            [
-                pa.array([v.event_type for v in verdicts], pa.string()),
-                pa.array([v.event_id for v in verdicts], pa.string()),
-                pa.array([v.event_time for v in verdicts], pa.string()),
-                pa.array([v.schema_hash for v in verdicts], pa.string()),
-                pa.array([v.payload for v in verdicts], pa.binary()),
-                source_files,
-                source_mtimes.cast(_ARROW_SCHEMA.field("source_mtime").type),
-                pa.array([v.reason for v in verdicts], pa.string()),
-                pa.array([v.detail for v in verdicts], pa.string()),
-                *(column.cast(kind) for column, (_, kind) in zip(kafka, KAFKA_FIELDS)),
-            ],
-            schema=_ARROW_SCHEMA,
+            verdict_columns(verdicts, source_files, source_mtimes, kafka), schema=_ARROW_SCHEMA
         )
+
+
+def verdict_columns(
+    verdicts: Sequence[LineVerdict], source_files: pa.Array, source_mtimes: pa.Array, kafka: Sequence[pa.Array]
+) -> list[pa.Array]:
+    """The CLASSIFIED_FIELDS columns of judged lines: each verdict beside its line's source
+    columns (`kafka`: the KAFKA_FIELDS, in their order), which pass through unchanged but for type."""
+    return [
+        pa.array([v.event_type for v in verdicts], pa.string()),
+        pa.array([v.event_id for v in verdicts], pa.string()),
+        pa.array([v.event_time for v in verdicts], pa.string()),
+        pa.array([v.schema_hash for v in verdicts], pa.string()),
+        pa.array([v.payload for v in verdicts], pa.binary()),
+        source_files,
+        source_mtimes.cast(_ARROW_SCHEMA.field("source_mtime").type),
+        pa.array([v.reason for v in verdicts], pa.string()),
+        pa.array([v.detail for v in verdicts], pa.string()),
+        *(column.cast(kind) for column, (_, kind) in zip(kafka, KAFKA_FIELDS)),
+    ]
 
 
 def _json_kind(value: Any) -> str:

@@ -31,6 +31,7 @@ from streamops.pipeline.bronze.bronze_classifier import (
     has_lone_surrogate,
     parse_object,
     strip_bom,
+    verdict_columns,
 )
 from streamops.pipeline.cdc.change_apply import (
     ACTION,
@@ -155,18 +156,10 @@ class CdcBatchClassifier:
             judge_change(line, key, self.declared_keys, self.limits, declared_sequences=self.declared_sequences)
             for line, key in zip(lines, keys)
         ]
+        kafka = batch.columns[3 : 3 + len(KAFKA_FIELDS)]
         return pa.RecordBatch.from_arrays(
             [
-                pa.array([v.event_type for v in verdicts], pa.string()),
-                pa.array([v.event_id for v in verdicts], pa.string()),
-                pa.array([v.event_time for v in verdicts], pa.string()),
-                pa.array([v.schema_hash for v in verdicts], pa.string()),
-                pa.array([v.payload for v in verdicts], pa.binary()),
-                batch.column(1),
-                batch.column(2).cast(_ARROW_SCHEMA.field("source_mtime").type),
-                pa.array([v.reason for v in verdicts], pa.string()),
-                pa.array([v.detail for v in verdicts], pa.string()),
-                *(batch.column(3 + i).cast(kind) for i, (_, kind) in enumerate(KAFKA_FIELDS)),
+                *verdict_columns(verdicts, batch.column(1), batch.column(2), kafka),
                 pa.array([v.prototype for v in verdicts], pa.string()),
             ],
             schema=_ARROW_SCHEMA,

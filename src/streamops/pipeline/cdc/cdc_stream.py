@@ -8,9 +8,10 @@ name, the same event groups and registry), but each batch MERGEs instead of appe
    `_rescued_data` as in event silver tables (or, by policy, quarantined or the group stopped);
 2. a change that cannot be applied (its key columns are not its table's, or it is not a change
    at all) goes to bronze/quarantine with a reason;
-3. each table's changes are applied (pipeline/cdc/merge_embedded.py or merge_native.py), the
-   tables of the batch side by side; then the schema alerts and one `_system/cdc_applies` row
-   per table are written, txn-idempotent like every commit of the batch.
+3. each table's changes are applied by the connector's own MERGEs (pipeline/cdc/table_merges.py:
+   merge_embedded.py or merge_native.py), the tables of the batch side by side; then the schema
+   alerts and one `_system/cdc_applies` row per table are written, txn-idempotent like every
+   commit of the batch.
 
 A table's key is fixed when its silver table is created (its key columns carry the column
 metadata `streamops.cdc.key`): `--cdc-keys`, else the key columns of the table's first change.
@@ -43,7 +44,9 @@ from streamops.pipeline.cdc.change_reader import (
     ChangeReader,
 )
 from streamops.pipeline.cdc.debezium_envelope import declared_for
-from streamops.pipeline.cdc.merge_embedded import MergeCounts, apply_embedded
+from streamops.pipeline.cdc.merge_embedded import MergeCounts
+from streamops.pipeline.cdc.table_merges import TableMerges
+from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
@@ -236,12 +239,7 @@ class CdcGroupWriter(GroupWriter):
         return side_by_side(routed.sparkSession, apply, sorted(by_table))
 
     def _merge(self, rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo) -> MergeCounts:
-        retention = self.cdc.deleted_keys_retention_seconds
-        if self.connector.name == "native":
-            from streamops.pipeline.cdc.merge_native import apply_native
-
-            return apply_native(rows, target, commit, retention)
-        return apply_embedded(rows.toArrow(), target, commit, retention)
+        return self.connector.merge(rows, TableMerges(target, commit, self.cdc.deleted_keys_retention_seconds))
 
 
 def _ordering(sequence_by: str) -> str:
@@ -306,11 +304,9 @@ def _typed_columns(schema: SilverSchema) -> list[Column]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from streamops.pipeline.delta_connector.connector import _flat_columns  # the native connector's flattening
-
     parsed = F.from_json(F.col(TYPED_COLUMN), StructType.fromJson(schema.applied))
     return [
-        *_flat_columns(parsed, schema.applied, ""),
+        *flat_columns(parsed, schema.applied),
         *[F.col(c) for c in tables.CHANGE_COLUMNS],
         *[F.col(name) for name in LINEAGE_COLUMNS],
         F.col(RESCUED_DATA_COLUMN),

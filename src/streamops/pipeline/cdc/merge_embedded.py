@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from deltalake.transaction import CommitProperties, Transaction
+from deltalake.transaction import CommitProperties
 
 from streamops.core.delta_format.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.core.delta_format.read import is_table, open_table, read_delta
@@ -34,6 +34,8 @@ from streamops.pipeline.cdc.change_apply import (
     marker_cutoff,
 )
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
+from streamops.pipeline.delta_connector.batch_txn import batch_transaction, holds_batch
+from streamops.pipeline.delta_connector.batch_writer import create_table
 from streamops.pipeline.lake_tables import table_access
 
 DIALECT: tables.Dialect = "datafusion"
@@ -146,9 +148,7 @@ def _commit_properties(commit: BatchCommitInfo) -> CommitProperties:
     metadata = {
         k: v for k, v in commit.to_custom_metadata().items() if k not in ("operationParameters", PREFIX + "operation")
     }
-    return CommitProperties(
-        custom_metadata=metadata, app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)]
-    )
+    return CommitProperties(custom_metadata=metadata, app_transactions=[batch_transaction(commit)])
 
 
 def _opened(
@@ -156,17 +156,9 @@ def _opened(
 ) -> DeltaTable | None:
     """The table, created with `schema` if missing; None when it already holds this batch."""
     with table_access(table, "create"):
-        if not is_table(table):
-            DeltaTable.create(
-                str(table),
-                schema=schema,
-                mode="ignore",
-                configuration=dict(configuration),
-                storage_options=table.storage_options(),
-            )
+        create_table(table, schema, configuration)
         handle = open_table(table)
-    done = handle.transaction_version(commit.stream)
-    return None if done is not None and done >= commit.batch_id else handle
+    return None if holds_batch(handle, commit) else handle
 
 
 def _source(rows: list[Row], schema: pa.Schema) -> pa.Table:

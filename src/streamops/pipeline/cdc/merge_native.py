@@ -37,6 +37,8 @@ from streamops.pipeline.cdc.change_apply import (
 )
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
+from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
+from streamops.pipeline.delta_connector.connector import create_native_table
 from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.lake_tables import table_access
 
@@ -202,30 +204,19 @@ def _batch_identity(spark: SparkSession, commit: BatchCommitInfo) -> Iterator[No
                 spark.conf.unset(name)
 
 
-def _done(table: Location, commit: BatchCommitInfo) -> bool:
-    if not is_table(table):
-        return False
-    version = open_table(table).transaction_version(commit.stream)
-    return version is not None and version >= commit.batch_id
-
-
 def _create(
     spark: SparkSession, table: Location, schema: StructType, target: tables.CdcTarget | None, cdf: bool
 ) -> None:
     """Create `table` unless it exists; its columns marked as `target` says (None: unmarked)."""
-    from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql.types import StructField, StructType
 
-    if is_table(table):
-        return
     fields = [
         StructField(f.name, f.dataType, True, target.column_metadata(f.name) if target else {}) for f in schema.fields
     ]
-    builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(StructType(fields))
-    for key, value in (tables.CDC_TABLE_CONFIGURATION if cdf else TABLE_CONFIGURATION).items():
-        builder = builder.property(key, value)
-    with SESSION_COMMITS, table_access(table, "create"):
-        builder.execute()
+    with table_access(table, "create"):
+        create_native_table(
+            spark, table, StructType(fields), tables.CDC_TABLE_CONFIGURATION if cdf else TABLE_CONFIGURATION
+        )
 
 
 def _merge_metrics(table: Location, before: int) -> dict[str, int]:
@@ -251,7 +242,7 @@ def _merge_current(
     columns = [c for c in current.columns if c not in tables.CURRENT_EXTRA] + list(tables.CURRENT_EXTRA)
     source = current.select(*columns)
     _create(spark, target.current, source.schema, target, cdf=True)
-    if _done(target.current, commit):
+    if table_holds_batch(target.current, commit):
         return {"inserted": 0, "updated": 0, "deleted": 0, "silver_version": None}
     before = open_table(target.current).version()
     predicates = tables.current_predicates(DIALECT)
@@ -278,7 +269,7 @@ def _merge_deleted_keys(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
-    if _done(table, commit):
+    if table_holds_batch(table, commit):
         return
     predicates = tables.deleted_keys_predicates(DIALECT)
     values = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in tables.DELETED_KEYS_SCHEMA.names}
@@ -312,7 +303,7 @@ def _merge_history(
     own = [c for c in history.columns if c not in tables.HISTORY_EXTRA and c not in tables.HISTORY_HELPERS]
     columns = own + list(tables.HISTORY_EXTRA)
     _create(spark, target.history, history.select(*columns).schema, target, cdf=True)
-    if _done(target.history, commit):
+    if table_holds_batch(target.history, commit):
         return 0
     _add_columns(spark, target.history, history.select(*columns))
     before = open_table(target.history).version()

@@ -25,11 +25,12 @@ from deltalake.transaction import AddAction, CommitProperties, PostCommitHookPro
 
 from streamops.core.delta_format.commit_metadata import PREFIX, BatchCommitInfo
 from streamops.core.delta_format.log import commit_file_name
-from streamops.core.delta_format.read import is_table, open_table
-from streamops.core.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR, TABLE_CONFIGURATION
-from streamops.core.storage.location import Location, LocationLike
+from streamops.core.delta_format.read import open_table
+from streamops.core.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR
+from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from streamops.pipeline.delta_connector.batch_writer import batch_commit_properties
+from streamops.pipeline.delta_connector.batch_txn import holds_batch
+from streamops.pipeline.delta_connector.batch_writer import batch_commit_properties, create_table
 from streamops.pipeline.delta_connector.data_files import DataFile, delete_quietly
 from streamops.pipeline.delta_connector.write_plan import WritePlan
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -90,13 +91,6 @@ def commit_written(
     return BatchReport(tables=reports, tallies=written.tallies)
 
 
-def committed_batch(table: LocationLike, app_id: str) -> int | None:
-    """The highest batch id this stream has committed to the table, or None."""
-    if not is_table(table):
-        return None
-    return open_table(table).transaction_version(app_id)
-
-
 def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
     """Append `files` to `table` exactly once for (commit.stream, commit.batch_id)."""
     if not files:
@@ -104,8 +98,7 @@ def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> 
     schema = pa.ipc.read_schema(pa.py_buffer(files[0].schema))
     rows = sum(f.rows for f in files)
     existing = _open(table, schema)
-    done = existing.transaction_version(commit.stream)
-    if done is not None and done >= commit.batch_id:
+    if holds_batch(existing, commit):
         delete_files(files)
         return TableCommit("skipped", rows=rows)
     merged = _merge_schema(existing, [pa.ipc.read_schema(pa.py_buffer(s)) for s in {f.schema for f in files}], commit)
@@ -137,15 +130,7 @@ def _open(table: str, schema: pa.Schema) -> DeltaTable:
     if handle is not None and not _still_there(table, handle):
         handle = None  # removed or replaced since it was opened: open it again
     if handle is None:
-        if not is_table(table):
-            location = Location.of(table)
-            DeltaTable.create(
-                str(location),
-                schema=schema,
-                mode="ignore",
-                configuration=TABLE_CONFIGURATION,
-                storage_options=location.storage_options(),
-            )
+        create_table(table, schema)
         handle = open_table(table)
     with _open_tables_lock:
         _open_tables[table] = handle

@@ -9,17 +9,19 @@ it); a column is never rewritten to another type.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
-from deltalake.transaction import CommitProperties, Transaction
+from deltalake.transaction import CommitProperties
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.read import is_table, open_table
 from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import Location, LocationLike
+from streamops.pipeline.delta_connector.batch_txn import batch_transaction, holds_batch
 
 WriteStatus = Literal["written", "skipped", "empty"]
 
@@ -37,10 +39,8 @@ def write_batch(table: LocationLike, data: pa.Table, commit: BatchCommitInfo) ->
         return WriteOutcome("empty")
     location = Location.of(table)
     existing = open_table(location) if is_table(location) else None
-    if existing is not None:
-        done = existing.transaction_version(commit.stream)
-        if done is not None and done >= commit.batch_id:
-            return WriteOutcome("skipped", rows=data.num_rows)
+    if existing is not None and holds_batch(existing, commit):
+        return WriteOutcome("skipped", rows=data.num_rows)
     write_deltalake(
         existing or str(location),
         data,
@@ -58,8 +58,7 @@ def mark_batch(table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
     none is then provably done (the doctor's `sink_txn_behind` tells it from a lost one), and its
     replay is skipped like any other."""
     existing = open_table(table)
-    done = existing.transaction_version(commit.stream)
-    if done is not None and done >= commit.batch_id:
+    if holds_batch(existing, commit):
         return WriteOutcome("skipped")
     existing.create_write_transaction(
         [], "append", existing.schema().to_arrow(), commit_properties=batch_commit_properties(commit)
@@ -71,18 +70,21 @@ def batch_commit_properties(commit: BatchCommitInfo) -> CommitProperties:
     """The batch's identity in its commit: the `txn` that makes replays skip, and commitInfo."""
     return CommitProperties(
         custom_metadata=commit.to_custom_metadata(),
-        app_transactions=[Transaction(app_id=commit.stream, version=commit.batch_id)],
+        app_transactions=[batch_transaction(commit)],
     )
 
 
-def create_table(table: LocationLike, schema: pa.Schema) -> None:
-    """Create an empty table so streams that read it can start before any data arrives."""
+def create_table(
+    table: LocationLike, schema: pa.Schema, configuration: Mapping[str, str] = TABLE_CONFIGURATION
+) -> None:
+    """Create an empty table unless one exists, so streams that read it can start before any
+    data arrives and a commit can add to it (delta-rs)."""
     location = Location.of(table)
     if not is_table(location):
         DeltaTable.create(
             str(location),
             schema=schema,
             mode="ignore",
-            configuration=TABLE_CONFIGURATION,
+            configuration=dict(configuration),
             storage_options=location.storage_options(),
         )

@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, get_args
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol, TypeVar, get_args
 
 import pyarrow as pa
 
@@ -24,11 +24,13 @@ from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.read import is_table
 from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import LocationLike
-from streamops.pipeline.delta_connector.batch_commit import commit_written, committed_batch
+from streamops.pipeline.delta_connector.batch_commit import commit_written
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
+from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
 from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
+from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
 from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
@@ -43,13 +45,13 @@ from streamops.pipeline.delta_connector.write_plan import (
 )
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
-from streamops.pipeline.records.column_names import NESTED_SEPARATOR, column_name
 from streamops.pipeline.runtime.jvm import driver_memory, jvm_has_class
 from streamops.pipeline.runtime.spark_jars import delta_spark_package
 from streamops.pipeline.runtime.spark_threads import side_by_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 ConnectorName = Literal["embedded", "native"]
 CONNECTORS: tuple[ConnectorName, ...] = get_args(ConnectorName)
@@ -69,6 +71,20 @@ DRIVER_HEAP: dict[ConnectorName, str] = {"embedded": "1g", "native": "4g"}
 delta-rs keeps the tables' state in Python: 1 GB (Spark's default for an executor) gave the
 8,000 events/s benchmark the same freshness as 4 GB with 300-450 MB less PSS. Native, delta-spark
 keeps every table's snapshot on the JVM heap, which peaked at 2.6-4.4 GB (BENCHMARKS.md)."""
+
+
+Merged = TypeVar("Merged", covariant=True)
+Result = TypeVar("Result")
+
+
+class EngineMerges(Protocol[Merged]):
+    """MERGEs written once for each engine: a connector runs those of its own (`DeltaConnector.merge`)."""
+
+    def with_delta_rs(self, rows: pa.Table) -> Merged:
+        """On the driver with delta-rs, which takes the rows as Arrow."""
+
+    def with_delta_spark(self, rows: DataFrame) -> Merged:
+        """In Spark with delta-spark: no row passes through the driver."""
 
 
 def session_needs(name: ConnectorName) -> tuple[dict[str, str], list[str]]:
@@ -110,6 +126,10 @@ class DeltaConnector(Protocol):
         the plan asks for once the rows are written and before any table is committed; if it
         raises, nothing is."""
 
+    def merge(self, rows: DataFrame, merges: EngineMerges[Result]) -> Result:
+        """`rows` MERGEd into their tables by this connector's Delta engine, each MERGE exactly
+        once per batch as `merges` makes it."""
+
 
 @dataclass(frozen=True)
 class EmbeddedDelta:
@@ -150,6 +170,9 @@ class EmbeddedDelta:
             written = WrittenBatch.load(planned.report_path)
         return commit_written(plan, written, before_commit)
 
+    def merge(self, rows: DataFrame, merges: EngineMerges[Result]) -> Result:
+        return merges.with_delta_rs(rows.toArrow())
+
 
 SIDE_BY_SIDE_TABLES = 2
 
@@ -186,31 +209,20 @@ class NativeDelta:
         return reader.load(str(table))
 
     def create_table(self, table: LocationLike, schema: pa.Schema) -> None:
-        from delta.tables import DeltaTable as SparkDeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        if is_table(table):
-            return
-        clear_cut_short_creation(table)
-        builder = SparkDeltaTable.createIfNotExists(self.spark).location(str(table))
-        builder = builder.addColumns(from_arrow_schema(schema))
-        for key, value in TABLE_CONFIGURATION.items():
-            builder = builder.property(key, value)
-        with SESSION_COMMITS:
-            builder.execute()
+        create_native_table(self.spark, table, from_arrow_schema(schema))
 
     def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
         if data.num_rows == 0:
             return WriteOutcome("empty")
-        done = committed_batch(table, commit.stream)
-        if done is not None and done >= commit.batch_id:
+        if table_holds_batch(table, commit):
             return WriteOutcome("skipped", rows=data.num_rows)
         self._append(self.spark.createDataFrame(data), table, commit)
         return WriteOutcome("written", rows=data.num_rows)
 
     def mark_batch(self, table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
-        done = committed_batch(table, commit.stream)
-        if done is not None and done >= commit.batch_id:
+        if table_holds_batch(table, commit):
             return WriteOutcome("skipped")
         self._append(self.spark.read.format("delta").load(str(table)).limit(0), table, commit)
         return WriteOutcome("written")
@@ -254,6 +266,9 @@ class NativeDelta:
         finally:
             df.unpersist()
 
+    def merge(self, rows: DataFrame, merges: EngineMerges[Result]) -> Result:
+        return merges.with_delta_spark(rows)
+
     def _append(self, df: DataFrame, table: LocationLike, commit: BatchCommitInfo) -> None:
         (
             df.write.format("delta")
@@ -264,6 +279,26 @@ class NativeDelta:
             .option("userMetadata", commit.to_user_metadata())
             .save(str(table))
         )
+
+
+def create_native_table(
+    spark: SparkSession,
+    table: LocationLike,
+    columns: StructType,
+    configuration: Mapping[str, str] = TABLE_CONFIGURATION,
+) -> None:
+    """An empty table with `columns`, unless one exists, created by delta-spark: a log a kill cut
+    short at creation is cleared first (pipeline/delta_connector/cut_short_creation.py)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    if is_table(table):
+        return
+    clear_cut_short_creation(table)
+    builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(columns)
+    for key, value in configuration.items():
+        builder = builder.property(key, value)
+    with SESSION_COMMITS:
+        builder.execute()
 
 
 def _first_rows(df: DataFrame, wanted: FirstRows) -> FirstRowsFound:
@@ -290,7 +325,7 @@ def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFra
     columns: list[Column] = []
     if target.rows == "typed_json":
         parsed = F.from_json(F.col(str(target.payload_column)), StructType.fromJson(target.schema or {}))
-        columns += _flat_columns(parsed, target.schema or {"fields": []}, "")
+        columns += flat_columns(parsed, target.schema or {"fields": []})
     for name, source in target.columns.items():
         value = plan.batch_value(source)
         if value is not None:
@@ -302,42 +337,6 @@ def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFra
         else:
             columns.append(F.col(f"`{source}`").alias(name))
     return df.select(*columns)
-
-
-def _flat_columns(parent: Column, struct: dict, prefix: str) -> list[Column]:
-    from pyspark.sql.types import StructType
-
-    found = []
-    for field in struct["fields"]:
-        child = parent.getField(field["name"])
-        name = prefix + column_name(field["name"])
-        kind = field["type"]
-        if isinstance(kind, dict) and kind.get("type") == "struct":
-            found += _flat_columns(child, kind, name + NESTED_SEPARATOR)
-            continue
-        named = _column_named_type(kind)
-        if named != kind:  # objects inside arrays or maps: their keys name nested fields
-            holder = {"type": "struct", "fields": [{"name": "v", "type": named, "nullable": True, "metadata": {}}]}
-            child = child.cast(StructType.fromJson(holder).fields[0].dataType)
-        found.append(child.alias(name))
-    return found
-
-
-def _column_named_type(kind: Any) -> Any:
-    """`kind` with every nested struct field named as a column is (`column_name`): delta-spark
-    refuses ` ,;{}()\\n\\t=` in any field name of a table without column mapping, where delta-rs
-    keeps them. The classifiers quarantine an object whose keys collide once named so, at every
-    depth (`unusable_key`), so the rename is one to one; Spark casts structs by position."""
-    if not isinstance(kind, dict):
-        return kind
-    if kind.get("type") == "struct":
-        fields = [{**f, "name": column_name(f["name"]), "type": _column_named_type(f["type"])} for f in kind["fields"]]
-        return {**kind, "fields": fields}
-    if kind.get("type") == "array":
-        return {**kind, "elementType": _column_named_type(kind["elementType"])}
-    if kind.get("type") == "map":
-        return {**kind, "valueType": _column_named_type(kind["valueType"])}
-    return kind
 
 
 def connector_for(name: str, spark: SparkSession) -> DeltaConnector:

@@ -1,0 +1,32 @@
+"""A batch's `txn` in a table: what makes every commit of the pipeline exactly once.
+
+Each commit a batch makes carries a Delta `txn` action, appId = the stream and version = the
+batch id (delta-spark's txnAppId/txnVersion, kafka-delta-ingest's mechanism). A stream's batch
+ids only grow, so a table whose txn for the stream is at or past a batch id already holds that
+batch: its replay after a crash, and any older batch, commits nothing.
+"""
+
+from __future__ import annotations
+
+from deltalake import DeltaTable
+from deltalake.transaction import Transaction
+
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.read import is_table, open_table
+from streamops.core.storage.location import LocationLike
+
+
+def batch_transaction(commit: BatchCommitInfo) -> Transaction:
+    """The `txn` action every commit of the batch carries (delta-rs)."""
+    return Transaction(app_id=commit.stream, version=commit.batch_id)
+
+
+def holds_batch(table: DeltaTable, commit: BatchCommitInfo) -> bool:
+    """Whether `table` already holds the batch: its txn for the stream is at or past the batch id."""
+    done = table.transaction_version(commit.stream)
+    return done is not None and done >= commit.batch_id
+
+
+def table_holds_batch(table: LocationLike, commit: BatchCommitInfo) -> bool:
+    """`holds_batch` for the table at `table`; one not created yet holds nothing."""
+    return is_table(table) and holds_batch(open_table(table), commit)
