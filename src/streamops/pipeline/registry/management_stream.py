@@ -63,6 +63,13 @@ class ManagementBatchWriter:
             self.on_assigned(assigned)
 
 
+def create_management_tables(lake: LakeLayout, connector: DeltaConnector) -> None:
+    """The registry and the event groups, empty until written: the management stream reads the
+    one and silver the other from their first start."""
+    connector.create_table(lake.schema_registry, REGISTRY_SCHEMA)
+    connector.create_table(lake.event_groups, EVENT_GROUPS_SCHEMA)
+
+
 def start_management(
     spark: SparkSession,
     lake: LakeLayout,
@@ -71,8 +78,7 @@ def start_management(
     trigger_seconds: float,
     available_now: bool = False,
 ) -> StreamingQuery:
-    connector.create_table(lake.schema_registry, REGISTRY_SCHEMA)
-    connector.create_table(lake.event_groups, EVENT_GROUPS_SCHEMA)
+    create_management_tables(lake, connector)
     stream = (
         connector.read_stream(spark, lake.schema_registry)
         .select("event_type")

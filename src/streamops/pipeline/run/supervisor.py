@@ -33,9 +33,13 @@ from streamops.pipeline.bronze.ingest_mode import IngestMode
 from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import DeltaConnector
 from streamops.pipeline.pipeline_events import BronzeBatchResult, PipelineEvents
-from streamops.pipeline.registry.event_groups import EVENT_GROUPS_SCHEMA, EventGroupsReader
-from streamops.pipeline.registry.management_stream import ManagementBatchWriter, start_management
-from streamops.pipeline.registry.schema_registry import REGISTRY_SCHEMA, SchemaRegistry
+from streamops.pipeline.registry.event_groups import EventGroupsReader
+from streamops.pipeline.registry.management_stream import (
+    ManagementBatchWriter,
+    create_management_tables,
+    start_management,
+)
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
 from streamops.pipeline.run.failure_causes import FailureCauses
 from streamops.pipeline.run.query_restarts import (
     STOP_BATCH_TIMEOUT_SECONDS,
@@ -125,8 +129,7 @@ class Supervisor:
     def _create_tables(self) -> None:
         """Every table the pipeline writes, through the run's connector, before any query reads one."""
         create_bronze_tables(self.lake, self.connector)
-        self.connector.create_table(self.lake.schema_registry, REGISTRY_SCHEMA)
-        self.connector.create_table(self.lake.event_groups, EVENT_GROUPS_SCHEMA)
+        create_management_tables(self.lake, self.connector)
 
     def request_stop(self) -> None:
         """Ask a running `run_for` (possibly in another thread) to stop its queries and return."""
