@@ -9,7 +9,9 @@ that run the whole pipeline or start outside servers mark themselves `e2e` or `s
 from __future__ import annotations
 
 import os
+import stat
 import sys
+from pathlib import Path
 
 import pytest
 from built_lake import BuiltLake, build_lake
@@ -40,6 +42,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def _spark_trap(tmp_path_factory) -> Path:
+    """A SPARK_HOME whose spark-submit records that it ran and fails: PySpark starts every JVM
+    through `$SPARK_HOME/bin/spark-submit`, in this process and in any `streamops` it starts."""
+    home = tmp_path_factory.mktemp("spark_trap")
+    (home / "bin").mkdir()
+    script = home / "bin" / "spark-submit"
+    script.write_text(
+        f'#!/bin/sh\necho "$*" >> "{home}/launched"\necho "spark-submit in a test not marked spark" >&2\nexit 1\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _spark_free_tests_start_no_spark(request, monkeypatch):
+    """A test not marked `spark` that starts Spark fails, so `-m "not spark"` is the Spark-free loop."""
+    if request.node.get_closest_marker("spark"):
+        yield
+        return
+    home = request.getfixturevalue("_spark_trap")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    yield
+    launched = home / "launched"
+    if launched.exists():
+        commands = launched.read_text()
+        launched.unlink()
+        pytest.fail(f"started Spark (spark-submit {commands.strip()}) but is not marked spark")
 
 
 def new_spark_session():

@@ -22,7 +22,7 @@ from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 OUTAGE_LINE = "does not answer"
 FAILED = re.compile(r"^(\S+) failed \(")

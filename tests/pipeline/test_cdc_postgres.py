@@ -27,7 +27,7 @@ from waiting import wait_until
 from streamops.core.delta_format.read import is_table, read_delta
 from streamops.core.lake_layout import LakeLayout
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 TABLES = {
     "public.customers": ("id", "name", "tier", "visits"),

@@ -35,7 +35,7 @@ from streamops.monitor.progress_log import ProgressLog
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 RUNS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_RUNS", "2"))
 READS = int(os.environ.get("STREAMOPS_CLEAN_EXIT_READS", "30"))

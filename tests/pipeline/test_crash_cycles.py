@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_crash_cycles.py"
 

@@ -120,6 +120,7 @@ def assert_lake_has_data(lake: LakeLayout) -> None:
     assert DeltaTable.is_deltatable(str(lake.query_progress))
 
 
+@pytest.mark.spark
 def test_demo_serves_console_and_metrics_until_ctrl_c_stops_everything_and_exits_0(tmp_path):
     demo = Demo(tmp_path / "demo")
     try:
@@ -149,6 +150,7 @@ def test_demo_serves_console_and_metrics_until_ctrl_c_stops_everything_and_exits
     assert b"ERROR" not in (tmp_path / "demo.stderr").read_bytes(), "a clean stop logs no error"
 
 
+@pytest.mark.spark
 def test_demo_stops_by_itself_after_its_duration(tmp_path):
     demo = Demo(tmp_path / "demo", "--duration", "25")
     code = demo.finish(timeout=150)

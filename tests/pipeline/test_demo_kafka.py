@@ -16,7 +16,7 @@ from test_kafka_pipeline import coordinates, finished
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.demo import DEMO_CONSUMER_GROUP, DEMO_PARTITIONS
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 TOPIC = "demo-events"
 

@@ -31,7 +31,7 @@ from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 RUN_TIMEOUT = 600
 JAVA_STACK_LINE = "\tat "

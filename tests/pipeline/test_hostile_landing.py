@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from streamops.core.delta_format.read import read_delta
 from streamops.core.lake_layout import LakeLayout
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
 def drawn_lines(count: int) -> list[bytes]:

@@ -22,7 +22,7 @@ from waiting import wait_until
 from streamops.core.delta_format.read import read_delta
 from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 TOPIC = "events"
 

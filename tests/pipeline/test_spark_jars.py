@@ -65,6 +65,7 @@ def test_maven_resolves_into_the_cache_without_what_pyspark_ships(tmp_path, monk
 
 
 @pytest.mark.e2e
+@pytest.mark.spark
 def test_a_native_run_on_jars_maven_resolved_is_exactly_once(tmp_path):
     """The whole pipeline on delta-spark with the JARs Maven resolved (no Ivy, a new home)."""
     from streamops.pipeline.generator.run import generate
@@ -86,6 +87,7 @@ def test_a_native_run_on_jars_maven_resolved_is_exactly_once(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.spark
 def test_jars_ivy_cannot_resolve_stop_the_run_with_one_line(tmp_path):
     code = (
         "from streamops.pipeline.run.spark_session import build_spark\n"

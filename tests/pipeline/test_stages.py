@@ -17,7 +17,7 @@ from streamops.monitor.fleet_status import fleet_status
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
 def run(lake: LakeLayout, landing, stages: str, delta: str) -> dict:

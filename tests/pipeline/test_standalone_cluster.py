@@ -31,7 +31,7 @@ from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 SMALL_LINES = 15_000
 PYTHON_GROWTH_LIMIT_MB = 40
