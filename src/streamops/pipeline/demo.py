@@ -296,11 +296,12 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     lake, feed = LakeLayout.at(workdir / "lake"), options.feed(workdir)
     lake.root.local_path.mkdir(parents=True, exist_ok=True)
     feed.prepare()
+    line_input = feed.line_input()
     with StopSignals() as signals:
         stop, request_stop = signals.event, signals.request_stop
         timer = threading.Timer(options.duration, request_stop) if options.duration else None
         print(
-            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {feed.describe()}",
+            f"streamops demo: {options.rate:g} events/s of {options.event_types} event types into {line_input.describe()}",
             file=out,
             flush=True,
         )
@@ -317,7 +318,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             report = run_pipeline(
                 RunOptions(
                     lake=lake.root,
-                    input=feed.line_input(),
+                    input=line_input,
                     trigger_seconds=options.trigger_seconds,
                     metrics_port=options.metrics_port,
                     metrics_host=HOST,

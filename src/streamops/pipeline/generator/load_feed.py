@@ -46,9 +46,6 @@ class LandingFeed:
         cycles = [int(m.group(1)) for p in self.landing.iterdir() if (m := CYCLE_FILE.match(p.name))]
         return max(cycles, default=0) + 1
 
-    def describe(self) -> str:
-        return str(self.landing)
-
     def delivered(self, files: int) -> str:
         return f"in {files} files"
 
@@ -85,9 +82,6 @@ class KafkaFeed:
     def next_cycle(self) -> int:
         return 1
 
-    def describe(self) -> str:
-        return f"topic `{self.topic.topic}` at {self.topic.bootstrap}"
-
     def delivered(self, files: int) -> str:
         return f"produced to topic `{self.topic.topic}`"
 
@@ -97,7 +91,7 @@ class KafkaFeed:
     def notes(self) -> tuple[list[str], list[str]]:
         bootstrap = self.topic.bootstrap
         return (
-            [f"  kafka     {self.describe()}"],
+            [f"  kafka     {self.line_input().describe()}"],
             [f"  kafka-consumer-groups.sh --bootstrap-server {bootstrap} --describe --group {self.consumer_group}"],
         )
 
