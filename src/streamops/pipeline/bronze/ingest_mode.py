@@ -1,6 +1,6 @@
 """What bronze's lines are, and so what each stage does with them: one `IngestMode` per kind
-(events: bronze/events_mode.py; Debezium changes: cdc/debezium_mode.py), resolved from its
-name by run/ingest_modes.py."""
+(events: bronze/events_mode.py, the default; Debezium changes: cdc/debezium_mode.py, which
+run/ingest_modes.py resolves from `--cdc debezium`)."""
 
 from __future__ import annotations
 
