@@ -11,6 +11,7 @@ delta-rs (DataFusion) both read; only identifier quoting differs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -198,8 +199,13 @@ def open_versions_before(truncate: str, dialect: Dialect) -> str:
     return f"t.{quoted(VALID_TO, dialect)} IS NULL AND t.{quoted(VALID_FROM, dialect)} < {literal(truncate)}"
 
 
+def source_values(columns: Iterable[str], dialect: Dialect) -> dict[str, str]:
+    """Each of `columns` set to the MERGE source's value of it."""
+    return {quoted(c, dialect): f"s.{quoted(c, dialect)}" for c in columns}
+
+
 def close_values(dialect: Dialect) -> dict[str, str]:
-    return {quoted(c, dialect): f"s.{quoted(c, dialect)}" for c in (VALID_TO, VALID_TO_TIME)}
+    return source_values((VALID_TO, VALID_TO_TIME), dialect)
 
 
 def truncate_close_values(sequence: str, source_time_iso: str, dialect: Dialect) -> dict[str, str]:

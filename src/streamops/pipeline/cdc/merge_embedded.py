@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
+from deltalake.table import TableMerger
 from deltalake.transaction import CommitProperties
 
 from streamops.core.delta_format.commit_metadata import PREFIX, BatchCommitInfo
@@ -161,6 +162,20 @@ def _opened(
     return None if holds_batch(handle, commit) else handle
 
 
+def _merger(
+    table: DeltaTable, source: pa.Table, predicate: str, commit: BatchCommitInfo, merge_schema: bool = False
+) -> TableMerger:
+    """A MERGE of `source` (alias `s`) into `table` (alias `t`) that commits the batch's identity."""
+    return table.merge(
+        source,
+        predicate,
+        source_alias="s",
+        target_alias="t",
+        merge_schema=merge_schema,
+        commit_properties=_commit_properties(commit),
+    )
+
+
 def _source(rows: list[Row], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
@@ -179,14 +194,7 @@ def _merge_current(
     predicates = tables.current_predicates(DIALECT)
     with table_access(target.current, f"merge batch {commit.batch_id} of `{commit.stream}` into"):
         merger = (
-            table.merge(
-                _source(current, schema),
-                tables.keys_match(target.keys, DIALECT),
-                source_alias="s",
-                target_alias="t",
-                merge_schema=True,
-                commit_properties=_commit_properties(commit),
-            )
+            _merger(table, _source(current, schema), tables.keys_match(target.keys, DIALECT), commit, merge_schema=True)
             .when_matched_delete(predicates["delete"])
             .when_matched_update_all(predicates["update"])
             .when_not_matched_insert_all(predicates["insert"])
@@ -206,16 +214,10 @@ def _merge_deleted_keys(table_path: Location, markers: list[Row], cutoff: Any, c
         schema=tables.DELETED_KEYS_SCHEMA,
     )
     predicates = tables.deleted_keys_predicates(DIALECT)
-    values = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in tables.DELETED_KEYS_SCHEMA.names}
+    values = tables.source_values(tables.DELETED_KEYS_SCHEMA.names, DIALECT)
     with table_access(table_path, f"merge batch {commit.batch_id} of `{commit.stream}` into"):
         merger = (
-            table.merge(
-                source,
-                "t.key = s.key",
-                source_alias="s",
-                target_alias="t",
-                commit_properties=_commit_properties(commit),
-            )
+            _merger(table, source, "t.key = s.key", commit)
             .when_matched_update(values, predicates["record"])
             .when_matched_delete(predicates["remove"])
             .when_not_matched_insert(values, predicates["insert"])
@@ -241,13 +243,12 @@ def _merge_history(
     predicates = tables.history_predicates(DIALECT)
     with table_access(target.history, f"merge batch {commit.batch_id} of `{commit.stream}` into"):
         merger = (
-            table.merge(
+            _merger(
+                table,
                 _source(rows, source_schema),
                 tables.history_match(target.keys, DIALECT),
-                source_alias="s",
-                target_alias="t",
+                commit,
                 merge_schema=True,
-                commit_properties=_commit_properties(commit),
             )
             .when_matched_update(tables.close_values(DIALECT), predicates["close"])
             .when_not_matched_insert_all(predicates["insert"], except_cols=list(tables.HISTORY_HELPERS))

@@ -43,6 +43,7 @@ from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.lake_tables import table_access
 
 if TYPE_CHECKING:
+    from delta.tables import DeltaMergeBuilder
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -219,6 +220,13 @@ def _create(
         )
 
 
+def _merger(source: DataFrame, table: Location, condition: str) -> DeltaMergeBuilder:
+    """A MERGE of `source` (alias `s`) into `table` (alias `t`)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    return SparkDeltaTable.forPath(source.sparkSession, str(table)).alias("t").merge(source.alias("s"), condition)
+
+
 def _merge_metrics(table: Location, before: int) -> dict[str, int]:
     """Rows the MERGE committed after version `before` inserted, updated and deleted (none when
     delta-spark skipped it: the table already held the batch)."""
@@ -237,8 +245,6 @@ def _merge_metrics(table: Location, before: int) -> dict[str, int]:
 def _merge_current(
     spark: SparkSession, current: DataFrame, target: tables.CdcTarget, truncate: str | None, commit: BatchCommitInfo
 ) -> dict[str, Any]:
-    from delta.tables import DeltaTable as SparkDeltaTable
-
     columns = [c for c in current.columns if c not in tables.CURRENT_EXTRA] + list(tables.CURRENT_EXTRA)
     source = current.select(*columns)
     _create(spark, target.current, source.schema, target, cdf=True)
@@ -248,9 +254,7 @@ def _merge_current(
     predicates = tables.current_predicates(DIALECT)
     with _batch_identity(spark, commit), table_access(target.current, f"merge batch {commit.batch_id} into"):
         merger = (
-            SparkDeltaTable.forPath(spark, str(target.current))
-            .alias("t")
-            .merge(source.alias("s"), tables.keys_match(target.keys, DIALECT))
+            _merger(source, target.current, tables.keys_match(target.keys, DIALECT))
             .withSchemaEvolution()
             .whenMatchedDelete(predicates["delete"])
             .whenMatchedUpdateAll(predicates["update"])
@@ -265,19 +269,16 @@ def _merge_current(
 def _merge_deleted_keys(
     spark: SparkSession, markers: DataFrame, table: Location, cutoff: float | None, commit: BatchCommitInfo
 ) -> None:
-    from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql.pandas.types import from_arrow_schema
 
     _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
     if table_holds_batch(table, commit):
         return
     predicates = tables.deleted_keys_predicates(DIALECT)
-    values = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in tables.DELETED_KEYS_SCHEMA.names}
+    values = tables.source_values(tables.DELETED_KEYS_SCHEMA.names, DIALECT)
     with _batch_identity(spark, commit), table_access(table, f"merge batch {commit.batch_id} into"):
         merger = (
-            SparkDeltaTable.forPath(spark, str(table))
-            .alias("t")
-            .merge(markers.alias("s"), "t.key = s.key")
+            _merger(markers, table, "t.key = s.key")
             .whenMatchedUpdate(predicates["record"], values)
             .whenMatchedDelete(predicates["remove"])
             .whenNotMatchedInsert(predicates["insert"], values)
@@ -297,8 +298,6 @@ def _merge_history(
     closes_all: tuple[str, Any] | None,
     commit: BatchCommitInfo,
 ) -> int:
-    from delta.tables import DeltaTable as SparkDeltaTable
-
     assert target.history is not None
     own = [c for c in history.columns if c not in tables.HISTORY_EXTRA and c not in tables.HISTORY_HELPERS]
     columns = own + list(tables.HISTORY_EXTRA)
@@ -308,12 +307,10 @@ def _merge_history(
     _add_columns(spark, target.history, history.select(*columns))
     before = open_table(target.history).version()
     predicates = tables.history_predicates(DIALECT)
-    inserted = {tables.quoted(c, DIALECT): f"s.{tables.quoted(c, DIALECT)}" for c in columns}
+    inserted = tables.source_values(columns, DIALECT)
     with _batch_identity(spark, commit), table_access(target.history, f"merge batch {commit.batch_id} into"):
         merger = (
-            SparkDeltaTable.forPath(spark, str(target.history))
-            .alias("t")
-            .merge(history.alias("s"), tables.history_match(target.keys, DIALECT))
+            _merger(history, target.history, tables.history_match(target.keys, DIALECT))
             .whenMatchedUpdate(predicates["close"], tables.close_values(DIALECT))
             .whenNotMatchedInsert(predicates["insert"], inserted)
         )
