@@ -11,6 +11,7 @@ from itertools import pairwise
 from streamops.checkpoint_tools.doctor_context import DoctorContext
 from streamops.checkpoint_tools.findings import Finding
 from streamops.core.checkpoint_format.offset_log import KEYED_OFFSET_LOG_VERSION, kafka_regressions, offset_position
+from streamops.core.delta_format.commit_metadata import txn_holds_batch
 from streamops.core.exceptions import StreamopsError
 
 RESTART_BREAKING_PROBLEMS = ("empty", "truncated", "corrupt", "crc_mismatch", "unreadable")
@@ -233,7 +234,7 @@ def check_uncommitted(ctx: DoctorContext) -> list[Finding]:
         evidence["end_offsets"] = [o.to_json() for o in batch.end]
     replay = _replay_scope(ctx, batch_id)
     evidence.update(replay)
-    in_sink = ctx.stream_txn is not None and ctx.stream_txn >= batch_id
+    in_sink = txn_holds_batch(ctx.stream_txn, batch_id)
     evidence["sink_already_has_batch"] = in_sink if ctx.sinks else None
     what = f"batch {batch_id} was planned but not committed"
     if replay.get("versions"):

@@ -78,6 +78,13 @@ class BatchCommitInfo:
         )
 
 
+def txn_holds_batch(txn_version: int | None, batch_id: int) -> bool:
+    """Whether a table whose `txn` for a stream is at `txn_version` (None: no txn for it) already
+    holds the stream's batch `batch_id`. A stream's batch ids only grow, so a txn at or past the
+    batch id means the batch (and every older one) is in the table: a replay commits nothing."""
+    return txn_version is not None and txn_version >= batch_id
+
+
 def _user_metadata(commit_info: Mapping[str, Any]) -> Mapping[str, Any]:
     text = commit_info.get(USER_METADATA)
     if not isinstance(text, str) or PREFIX not in text:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from deltalake import DeltaTable
 from deltalake.transaction import Transaction
 
-from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo, txn_holds_batch
 from streamops.core.delta_format.read import is_table, open_table
 from streamops.core.storage.location import LocationLike
 
@@ -23,8 +23,7 @@ def batch_transaction(commit: BatchCommitInfo) -> Transaction:
 
 def holds_batch(table: DeltaTable, commit: BatchCommitInfo) -> bool:
     """Whether `table` already holds the batch: its txn for the stream is at or past the batch id."""
-    done = table.transaction_version(commit.stream)
-    return done is not None and done >= commit.batch_id
+    return txn_holds_batch(table.transaction_version(commit.stream), commit.batch_id)
 
 
 def table_holds_batch(table: LocationLike, commit: BatchCommitInfo) -> bool:
