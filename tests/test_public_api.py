@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import re
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from public_names import resolve_all
@@ -82,3 +84,15 @@ def _classes_in(hint: object) -> Iterator[type]:
         yield hint
     for argument in typing.get_args(hint):
         yield from _classes_in(argument)
+
+
+def test_the_manual_lists_every_public_name():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "index.md").read_text()
+    api = page.split("## Public API", 1)[1].split("\n## ", 1)[0]
+    missing = [
+        f"{package}.{name}"
+        for package in PUBLIC_PACKAGES
+        for name in importlib.import_module(package).__all__
+        if not re.search(rf"\b{re.escape(name)}\b", api)
+    ]
+    assert missing == [], f"docs/index.md's Public API section lacks {missing}"
