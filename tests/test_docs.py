@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from streamops.checkpoint_tools.findings import CATALOG as FINDINGS
 from streamops.cli import build_parser
@@ -97,3 +98,10 @@ def test_the_readme_is_a_landing_page_that_links_the_manual():
     linked = set(re.findall(r"\]\((docs/[\w-]+\.md)", readme))
     pages = {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
     assert pages <= linked, sorted(pages - linked)
+
+
+def test_the_install_tables_list_every_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        listed = set(re.findall(r"^\| `pip install 'streamops\[(\w+)\]'`", page.read_text(), re.MULTILINE))
+        assert listed == set(extras), page.name
