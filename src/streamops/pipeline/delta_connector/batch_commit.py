@@ -47,8 +47,8 @@ without holding the GIL, so a silver batch's tens of tables commit in a fraction
 _open_tables: OrderedDict[str, DeltaTable] = OrderedDict()
 _open_tables_lock = threading.Lock()
 """Tables this process has opened, kept between batches. The driver commits batch after batch,
-and opening a table reads every commit since its last checkpoint (25 ms with 100 of them): a
-silver batch of 64 tables took 2.5 s in opening them alone. A kept table only reads the commits
+and opening a table reads every commit since its last checkpoint, which for a silver batch of
+tens of tables would cost more than the commits themselves. A kept table only reads the commits
 made since it last looked."""
 
 
@@ -114,8 +114,8 @@ def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> 
 
 def _post_commit_hooks(table: DeltaTable) -> PostCommitHookProperties:
     """Expired commits are looked for only by the commit that writes a checkpoint, as Delta
-    Spark does: delta-rs otherwise lists the whole log after every commit to find them (5.5 ms
-    per table commit against 4.9 ms, 6.7 against 5.3 ms at 250-300 versions; BENCHMARKS.md). The
+    Spark does: delta-rs otherwise lists the whole log after every commit to find them, a cost
+    that grows with the log (BENCHMARKS.md). The
     table's own `delta.enableExpiredLogCleanup` still decides at a checkpoint."""
     interval = int(table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, DELTA_RS_CHECKPOINT_INTERVAL))
     writes_checkpoint = (table.version() + 1) % interval == 0

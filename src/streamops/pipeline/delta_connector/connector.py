@@ -68,9 +68,9 @@ the event groups, each silver table), where the machine's cores are plenty."""
 
 DRIVER_HEAP: dict[ConnectorName, str] = {"embedded": "1g", "native": "4g"}
 """The driver's default heap per connector. Embedded, the JVM moves rows and plans queries while
-delta-rs keeps the tables' state in Python: 1 GB (Spark's default for an executor) gave the
-8,000 events/s benchmark the same freshness as 4 GB with 300-450 MB less PSS. Native, delta-spark
-keeps every table's snapshot on the JVM heap, which peaked at 2.6-4.4 GB (BENCHMARKS.md)."""
+delta-rs keeps the tables' state in Python, so 1 GB (Spark's default for an executor) is as
+fresh as a larger heap and smaller. Native, delta-spark keeps every table's snapshot on the JVM
+heap, which needs the larger one under the seed's load (BENCHMARKS.md)."""
 
 
 Merged = TypeVar("Merged", covariant=True)
@@ -184,8 +184,8 @@ class NativeDelta:
     Spark's own Delta writer, one append per table and batch with `txnAppId`/`txnVersion`, which
     delta-spark skips when the table already holds that version (exactly once across replays).
     The appends of a stage of at most `SIDE_BY_SIDE_TABLES` tables run side by side
-    (pipeline/spark_threads.py): bronze's quarantine append, however small, then no longer adds
-    its second to every batch. A larger stage (a silver group's event types) appends one table
+    (pipeline/runtime/spark_threads.py), so bronze's quarantine append, however small, does not
+    add its own round trips to every batch. A larger stage (a silver group's event types) appends one table
     after another: Spark runs jobs first come, first served, and a group holding several job
     slots at once kept bronze's jobs waiting (BENCHMARKS.md, "The two Delta connectors").
     The batch is persisted on the executors for its tally and its per-table appends, so it is

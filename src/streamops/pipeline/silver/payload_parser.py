@@ -14,7 +14,7 @@ Types whose applied schemas do not disagree on any field (same name, same type, 
 are read together with the union of their schemas (`parse_layers`): `to_json` leaves out the
 fields a row does not have, so each row's JSON holds exactly what its own type's schema reads,
 while Spark evaluates one `from_json` per layer instead of a CASE branch per type (64 branches
-of `from_json` ran 7x slower than one, on the same rows). Unfit variations keep their own branch.
+of `from_json` run several times slower than one, on the same rows). Unfit variations keep their own branch.
 """
 
 from __future__ import annotations
