@@ -1,9 +1,12 @@
 """Shared fixtures: one SparkSession for the whole test session, one lake the pipeline wrote,
 and a fresh lake per test; and the markers that let the everyday loop skip the slow suites.
 
-Markers (pyproject.toml): `spark` is set here on every test that uses a SparkSession; modules
-that run the whole pipeline or start outside servers mark themselves `e2e` or `services`.
-`pytest -m "not e2e and not services"` is the everyday loop; CI runs everything.
+Markers (pyproject.toml): `spark` is set here on every test that uses the session's SparkSession
+(the `spark` fixture or one built on it); tests that run Spark in a `streamops` process mark
+themselves, and a test not marked `spark` that starts Spark fails (`_spark_trap`), so
+`pytest -m "not spark"` is the Spark-free loop. Modules that run the whole pipeline or start
+outside servers mark themselves `e2e` or `services`; `pytest -m "not e2e and not services"` is
+the everyday subset; CI runs everything.
 """
 
 from __future__ import annotations

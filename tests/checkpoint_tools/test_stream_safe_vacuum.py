@@ -18,7 +18,7 @@ from streamops.checkpoint_tools.stream_safe_vacuum import vacuum_table
 from streamops.cli import main
 from streamops.core.storage.location import Location
 
-LAG = 20
+LAG = 5
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -28,7 +28,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def lagging_behind_a_compaction(world) -> int:
-    """The stream caught up at 35 rows; 20 versions land and are compacted before it reads them.
+    """The stream caught up at 35 rows; LAG versions land and are compacted before it reads them
+    (one batch each when it catches up).
     Returns how many data files the table's history holds."""
     append_versions(world.source, 1000, LAG)
     DeltaTable(str(world.source)).optimize.compact()

@@ -21,10 +21,9 @@ from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.services]
+pytestmark = [pytest.mark.e2e, pytest.mark.services, pytest.mark.spark]
 
 
-@pytest.mark.spark
 def test_two_waves_and_a_sigkill_on_s3_lose_and_duplicate_nothing(s3_server, store_env, tmp_path, connector_name):
     store = s3_store(s3_server)
     store_env(store.env)
