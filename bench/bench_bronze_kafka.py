@@ -144,7 +144,7 @@ def run_variant(variant: str, bootstrap: str, work: Path, per_trigger: int, reco
 def throughput(args: argparse.Namespace, broker: KafkaBroker, scratch: Path) -> dict:
     target = KafkaTarget(broker.bootstrap, TOPIC, args.partitions)
     settings = GeneratorSettings(
-        out=scratch / "manifest", events=args.events, event_types=args.event_types, kafka=target
+        out=scratch / "manifest", events=args.events, event_types=args.event_types, target=target
     )
     started = time.perf_counter()
     manifest = generate(settings)

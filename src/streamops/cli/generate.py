@@ -13,7 +13,8 @@ from streamops.core.plain_text import format_table
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
 from streamops.pipeline.generator.kafka_writer import KafkaTarget
-from streamops.pipeline.generator.landing_writer import MANIFEST_NAME
+from streamops.pipeline.generator.landing_writer import MANIFEST_NAME, LandingFiles
+from streamops.pipeline.generator.line_target import LineTarget
 from streamops.pipeline.generator.run import Progress, generate
 from streamops.pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
 
@@ -98,26 +99,21 @@ def handle(args: argparse.Namespace) -> int:
         events_per_file=args.events_per_file,
         start_time=parse_start_time(args.start_time),
         time_span_seconds=args.time_span,
-        kafka=_kafka_target(args),
+        target=_target(args),
     )
     manifest = generate(settings, on_file=_ProgressPrinter())
     if args.json:
         print_json(manifest)
     else:
-        where = (
-            str(settings.out)
-            if settings.kafka is None
-            else f"topic `{settings.kafka.topic}` at {settings.kafka.bootstrap}"
-        )
-        print(_summary(manifest, settings.out, where))
+        print(_summary(manifest, settings.out, settings.target.describe(settings.out)))
     return 0
 
 
-def _kafka_target(args: argparse.Namespace) -> KafkaTarget | None:
+def _target(args: argparse.Namespace) -> LineTarget:
     if (args.kafka_bootstrap is None) != (args.topic is None):
         raise PipelineConfigError("--kafka-bootstrap and --topic go together")
     if args.kafka_bootstrap is None:
-        return None
+        return LandingFiles()
     return KafkaTarget(args.kafka_bootstrap, args.topic, args.partitions)
 
 

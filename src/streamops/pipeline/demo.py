@@ -136,7 +136,7 @@ class DriftingLoad(threading.Thread):
                     drift=self.options.drift,
                     bad=self.options.bad,
                     rate=self.options.rate,
-                    kafka=self.feed.target,
+                    target=self.feed.target,
                 )
                 try:
                     generate(settings, on_file=lambda progress, c=cycle: self._publish(progress, out, c))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from streamops.core.extras import require
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -27,6 +28,12 @@ class KafkaTarget:
     topic: str
     partitions: int = 1
     config: Mapping[str, str] = field(default_factory=dict)
+
+    def open(self, out: Path) -> KafkaWriter:
+        return KafkaWriter(self)
+
+    def describe(self, out: Path) -> str:
+        return f"topic `{self.topic}` at {self.bootstrap}"
 
 
 class KafkaWriter:
@@ -48,8 +55,9 @@ class KafkaWriter:
         )
         self._errors: list[str] = []
 
-    def write(self, lines: list[bytes]) -> int:
-        """Produce `lines` in order and wait for every one to be acknowledged; their bytes."""
+    def write(self, name: str, lines: list[bytes]) -> int:
+        """Produce `lines` in order and wait for every one to be acknowledged; their bytes (`name`
+        is the burst's name in the manifest only)."""
         for line in lines:
             self._produce(line)
         self._producer.flush(TIMEOUT_SECONDS)

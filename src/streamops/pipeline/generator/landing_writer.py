@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -47,6 +48,25 @@ def write_data_file(path: Path, lines: list[bytes]) -> int:
     payload = b"\n".join(lines) + b"\n"
     write_atomically(path, payload)
     return len(payload)
+
+
+@dataclass(frozen=True)
+class LandingFiles:
+    """The generator's default target: NDJSON files in the run's `out`, beside its manifest."""
+
+    def open(self, out: Path) -> LandingFileWriter:
+        return LandingFileWriter(out)
+
+    def describe(self, out: Path) -> str:
+        return str(out)
+
+
+@dataclass(frozen=True)
+class LandingFileWriter:
+    out: Path
+
+    def write(self, name: str, lines: list[bytes]) -> int:
+        return write_data_file(self.out / name, lines)
 
 
 class Pacer:

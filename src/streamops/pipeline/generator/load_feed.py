@@ -17,6 +17,8 @@ from pathlib import Path
 from streamops.pipeline.bronze.kafka_input import KafkaInput
 from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.generator.kafka_writer import KafkaTarget, KafkaWriter
+from streamops.pipeline.generator.landing_writer import LandingFiles
+from streamops.pipeline.generator.line_target import LineTarget
 
 CYCLE_FILE = re.compile(r"^c(\d{4})-")
 
@@ -28,9 +30,9 @@ class LandingFeed:
     landing: Path
 
     @property
-    def target(self) -> KafkaTarget | None:
-        """Where the generator produces its lines (None: it writes files only)."""
-        return None
+    def target(self) -> LineTarget:
+        """Where the generator puts its lines: files, which `publish` moves into the landing."""
+        return LandingFiles()
 
     def prepare(self) -> None:
         self.landing.mkdir(parents=True, exist_ok=True)
@@ -66,7 +68,7 @@ class KafkaFeed:
     consumer_group: str
 
     @property
-    def target(self) -> KafkaTarget | None:
+    def target(self) -> LineTarget:
         return self.topic
 
     def prepare(self) -> None:

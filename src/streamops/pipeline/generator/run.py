@@ -6,14 +6,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from streamops.pipeline.generator.event_stream import EventStream
-from streamops.pipeline.generator.kafka_writer import KafkaWriter
 from streamops.pipeline.generator.landing_writer import (
     MANIFEST_NAME,
     Pacer,
     data_file_name,
     prepare_landing_dir,
     write_atomically,
-    write_data_file,
 )
 from streamops.pipeline.generator.manifest import WrittenFile, build_manifest, manifest_json
 from streamops.pipeline.generator.settings import GeneratorSettings
@@ -31,10 +29,10 @@ class Progress:
 
 
 def generate(settings: GeneratorSettings, on_file: Callable[[Progress], None] | None = None) -> dict[str, Any]:
-    """Write the run's files under `settings.out` (or produce them to `settings.kafka`) and
+    """Write the run's files to `settings.target` (files under `settings.out` by default) and
     return its manifest (also `_manifest.json` in `settings.out`)."""
     prepare_landing_dir(settings.out)
-    kafka = KafkaWriter(settings.kafka) if settings.kafka is not None else None
+    writer = settings.target.open(settings.out)
     stream = EventStream(settings)
     pacer = Pacer(settings.rate)
     files: list[WrittenFile] = []
@@ -43,7 +41,7 @@ def generate(settings: GeneratorSettings, on_file: Callable[[Progress], None] | 
         behind = pacer.wait_for(done)
         name = data_file_name(len(files) + 1)
         lines = stream.lines(settings.lines_per_file, name)
-        size = kafka.write(lines) if kafka is not None else write_data_file(settings.out / name, lines)
+        size = writer.write(name, lines)
         files.append(WrittenFile(name, len(lines), size, done))
         done += len(lines)
         if on_file is not None:

@@ -9,7 +9,8 @@ from pathlib import Path
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
 from streamops.pipeline.generator.event_clock import DEFAULT_START_TIME, parse_start_time
-from streamops.pipeline.generator.kafka_writer import KafkaTarget
+from streamops.pipeline.generator.landing_writer import LandingFiles
+from streamops.pipeline.generator.line_target import LineTarget
 
 DEFAULT_EVENTS_PER_FILE = 5_000
 
@@ -32,8 +33,8 @@ class GeneratorSettings:
     events_per_file: int | None = None
     start_time: datetime = field(default_factory=lambda: parse_start_time(DEFAULT_START_TIME))
     time_span_seconds: float = 3600.0
-    kafka: KafkaTarget | None = None
-    """Produce the lines to this Kafka topic instead of writing files into `out` (which then
+    target: LineTarget = LandingFiles()
+    """Where the lines go: files in `out` by default, or a Kafka topic (`KafkaTarget`; `out` then
     holds only the manifest)."""
 
     def __post_init__(self) -> None:
