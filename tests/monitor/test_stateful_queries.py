@@ -55,7 +55,9 @@ def stop_and_settle(monitor: StreamMonitor, query) -> dict[str, Any]:
     (the listener bus is ordered). Returns the query's own last progress."""
     query.stop()
     name = query.name
-    wait_until(lambda: (v := monitor.stream_status(name)) is not None and v.status == "stopped", what=f"{name} stopped")
+    # Beside CI's end-to-end process the termination reaches the monitor's worker late, behind the
+    # stream's last progress events and their log appends: a loaded machine, not a lost event.
+    wait_until(lambda: (v := monitor.stream_status(name)) is not None and v.status == "stopped", 120, f"{name} stopped")
     assert monitor.flush()
     return query.lastProgress
 
