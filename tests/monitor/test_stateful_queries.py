@@ -55,9 +55,10 @@ def stop_and_settle(monitor: StreamMonitor, query) -> dict[str, Any]:
     (the listener bus is ordered). Returns the query's own last progress."""
     query.stop()
     name = query.name
-    # Beside CI's end-to-end process the termination reaches the monitor's worker late, behind the
-    # stream's last progress events and their log appends: a loaded machine, not a lost event.
-    wait_until(lambda: (v := monitor.stream_status(name)) is not None and v.status == "stopped", 120, f"{name} stopped")
+    # A stop can interrupt a batch inside Spark's broadcast ("Store broadcast ... fail"), and Spark
+    # then ends the query with that exception: the monitor reports what Spark reports.
+    ended = "stopped" if query.exception() is None else "failed"
+    wait_until(lambda: (v := monitor.stream_status(name)) is not None and v.status == ended, what=f"{name} {ended}")
     assert monitor.flush()
     return query.lastProgress
 
