@@ -35,8 +35,9 @@ def test_a_promotion_to_a_narrower_type_is_refused(tmp_path):
 
 
 def test_each_promotion_target_maps_to_the_arrow_type_pyspark_gives_it():
-    types = pytest.importorskip("pyspark.sql.types")
-    arrow = pytest.importorskip("pyspark.sql.pandas.types")
+    from pyspark.sql import types
+    from pyspark.sql.pandas import types as arrow
+
     assert set(ARROW_TYPES) == set().union(*WIDENINGS.values())
     fields = [{"name": name, "type": name, "nullable": True, "metadata": {}} for name in ARROW_TYPES]
     schema = arrow.to_arrow_schema(types.StructType.fromJson({"type": "struct", "fields": fields}))
