@@ -123,8 +123,9 @@ def _add_kafka_options(run: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     kafka.add_argument(
         "--kafka-consumer-group", metavar="GROUP",
-        help="after each batch, commit bronze's Kafka position to consumer group GROUP, so kafka-consumer-groups, "
-        "Burrow and kafka_exporter see its lag (Spark still restarts from its checkpoint)",
+        help="after each batch and when the run ends, commit bronze's committed Kafka position to consumer group "
+        "GROUP, so kafka-consumer-groups, Burrow and kafka_exporter see its lag (Spark still restarts from its "
+        "checkpoint)",
     )  # fmt: skip
     kafka.add_argument(
         "--allow-data-loss", action="store_true",

@@ -1,9 +1,10 @@
 """The monitor's background thread: everything the listener callbacks must not do.
 
 It parses queued events, measures backlog, updates the fleet, re-measures the backlog of
-streams that went quiet (a blocked batch sends no progress), appends the progress log in one
-commit per flush interval, and runs the log's retention. A failed commit keeps its rows for the
-next attempt; nothing here may kill the thread.
+streams that went quiet (a blocked batch sends no progress), commits Kafka positions to
+consumer groups (when stopped, after the last event, each group's final position), appends the
+progress log in one commit per flush interval, and runs the log's retention. A failed commit
+keeps its rows for the next attempt; nothing here may kill the thread.
 """
 
 from __future__ import annotations
@@ -119,9 +120,20 @@ class ProgressWorker:
                 last_maintenance = now
             if self._stop.is_set() and self._queue.qsize() == 0:
                 self._write()
+                self._finish_groups()
                 self._account_cpu()
                 return
             self._account_cpu()
+
+    def _finish_groups(self) -> None:
+        """After the last queued event: each consumer group ends at its stream's committed
+        position, whatever the brokers refused during the run (monitor/kafka_groups.py)."""
+        if self._kafka_groups is None:
+            return
+        try:
+            self._kafka_groups.finish()
+        except Exception:  # the worker must still end, and the progress log is written
+            log.exception("streamops monitor could not publish the final consumer-group offsets")
 
     def _account_cpu(self) -> None:
         self.cpu_seconds = self._cpu_before + time.thread_time() - self._cpu_thread_start

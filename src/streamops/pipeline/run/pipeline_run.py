@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
@@ -20,6 +20,8 @@ from streamops.pipeline.silver.silver_stream import SilverSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from streamops.monitor.kafka_groups import KafkaGroupCommits
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,17 @@ def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Superv
             stop_spark(spark)
 
 
+def _group_commits(options: RunOptions, lake: LakeLayout) -> KafkaGroupCommits | None:
+    """Bronze's consumer group, if asked for. A run of bronze holds bronze's run lock, so no
+    other run moves bronze's checkpoint: when the monitor stops, the group is set to the
+    checkpoint's committed position, even after a commit the brokers refused during the run or
+    a run that read nothing new."""
+    commits = options.input.group_commits(BRONZE_STREAM)
+    if commits is None or "bronze" not in STAGE_LOCKS[options.stages]:
+        return commits
+    return replace(commits, checkpoints={BRONZE_STREAM: lake.checkpoint(BRONZE_STREAM)})
+
+
 def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supervisor], None] | None) -> RunReport:
     from streamops.monitor.stream_monitor import StreamMonitor
 
@@ -102,7 +115,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         metrics_port=options.metrics_port,
         metrics_host=options.metrics_host,
         delta_connector=options.delta,
-        kafka_groups=options.input.group_commits(BRONZE_STREAM),
+        kafka_groups=_group_commits(options, lake),
     )
     monitor.start()
     settings = PipelineSettings(
