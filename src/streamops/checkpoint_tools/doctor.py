@@ -127,10 +127,15 @@ def diagnose_many(
     """
     targets = list(targets)
     if workers is None:
-        remote = any(not Location.of(target.checkpoint).is_local for target in targets)
-        workers = OBJECT_STORE_WORKERS if remote else DEFAULT_WORKERS
+        workers = workers_for(target.checkpoint for target in targets)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(lambda target: _diagnose_or_report(target, settings, sink_logs), targets))
+
+
+def workers_for(locations: Iterable[LocationLike]) -> int:
+    """Threads for independent reads of these locations: more when one is on an object store."""
+    remote = any(not Location.of(location).is_local for location in locations)
+    return OBJECT_STORE_WORKERS if remote else DEFAULT_WORKERS
 
 
 def _diagnose_or_report(
@@ -214,10 +219,11 @@ def _run(check: Check, ctx: DoctorContext) -> list[Finding]:
 
 def _not_a_checkpoint(target: DoctorTarget, error: CheckpointNotFoundError) -> Diagnosis:
     exists = target.checkpoint.is_dir()
+    stream = target.stream or target.checkpoint.name
     finding = Finding(
         "missing_metadata",
         "warning" if exists else "error",
-        target.stream or target.checkpoint.name,
+        stream,
         str(error),
         "An empty directory is a query that never started: start it, or remove the directory."
         if exists
@@ -225,7 +231,7 @@ def _not_a_checkpoint(target: DoctorTarget, error: CheckpointNotFoundError) -> D
         {"path": str(target.checkpoint)},
     )
     return Diagnosis(
-        stream=finding.stream,
+        stream=stream,
         checkpoint=target.checkpoint,
         query_id=None,
         latest_planned=None,

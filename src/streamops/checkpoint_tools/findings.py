@@ -27,6 +27,7 @@ FindingCode = Literal[
     "source_version_cleaned_up",
     "source_files_vacuumed",
     "source_files_damaged",
+    "table_files_damaged",
     "backlog",
     "retention_headroom",
     "unread_change_commits",
@@ -153,6 +154,13 @@ CATALOG: dict[str, FindingKind] = {
             "outside Delta) or truncated; each is named with the version that added it; restart will fail",
         ),
         FindingKind(
+            "table_files_damaged",
+            ("warning", "error"),
+            "with --lake alone: data files a lake table's log lists are missing or truncated (the `lake fsck` "
+            "check); error while a stream still has to read them, else warning: every read of the table's "
+            "snapshot fails on them",
+        ),
+        FindingKind(
             "backlog", ("info", "warning"), "source data not yet processed, in versions, files, bytes and seconds"
         ),
         FindingKind(
@@ -194,7 +202,8 @@ assert set(CATALOG) == set(get_args(FindingCode)), "every finding code needs a c
 class Finding:
     code: FindingCode
     severity: Severity
-    stream: str
+    stream: str | None
+    """None for a finding about a lake table rather than one stream (`table_files_damaged`)."""
     message: str
     fix: str
     evidence: Mapping[str, Any] = field(default_factory=dict)

@@ -13,21 +13,25 @@ files are put back, so a refusal changes nothing.
 
 Streams that read the table are named when they still have to read a damaged version: dropping
 a file from the log does not take its add out of the commit that added it, which is what a
-stream reads.
+stream reads. `streamops checkpoint doctor --lake` runs the same check (without the repair) on
+every table of the lake (`table_checks`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import CommitProperties
 
-from streamops.checkpoint_tools.stream_readers import StreamReaders
+from streamops.checkpoint_tools.stream_readers import StreamRead, StreamReaders
+from streamops.core.checkpoint_format.delta_positions import unread_files
 from streamops.core.delta_format.damaged_files import DamagedFile, file_key, table_damaged_files
 from streamops.core.delta_format.log import DeltaLog, data_file_path
-from streamops.core.exceptions import StreamopsError, error_line
+from streamops.core.delta_format.source_offsets import DeltaFileIndex
+from streamops.core.exceptions import StreamopsError, VersionNotInLogError, error_line
 from streamops.core.storage.location import Location, LocationLike
 
 FSCK_METADATA_KEY = "streamops.fsck"
@@ -47,8 +51,13 @@ class FsckResult:
     moved: dict[str, str] = field(default_factory=dict)
     """Add path -> where its truncated file was moved."""
     refused: str | None = None
-    streams_to_restart: tuple[str, ...] = ()
-    """Streams whose next batches read a damaged version (or a snapshot holding a damaged file)."""
+    needed_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Damaged file's path -> the streams whose next batches read it."""
+
+    @property
+    def streams_to_restart(self) -> tuple[str, ...]:
+        """Streams that still have to read a damaged file: dropping it does not help them."""
+        return tuple(sorted({stream for streams in self.needed_by.values() for stream in streams}))
 
     @property
     def repaired(self) -> bool:
@@ -87,9 +96,9 @@ def fsck_tables(
 def fsck_table(table: LocationLike, repair: bool = False, readers: StreamReaders | None = None) -> FsckResult:
     log = DeltaLog(table)
     damaged = tuple(table_damaged_files(log.table))
-    streams = _streams_to_restart(log, damaged, readers)
+    needed_by = _needed_by(log, damaged, readers)
     if not damaged or not repair:
-        return FsckResult(log.table, damaged, repair, streams_to_restart=streams)
+        return FsckResult(log.table, damaged, repair, needed_by=needed_by)
     moved = _move_aside(log.table, [d for d in damaged if not d.missing])
     delta_table = log.open_version()
     try:
@@ -100,7 +109,7 @@ def fsck_table(table: LocationLike, repair: bool = False, readers: StreamReaders
     except DeltaError as error:
         _move_back(log.table, moved)
         refusal = f"delta-rs cannot repair `{log.table}`: {error_line(error)}; nothing was changed: restore the file(s)"
-        return FsckResult(log.table, damaged, repair, refused=refusal, streams_to_restart=streams)
+        return FsckResult(log.table, damaged, repair, refused=refusal, needed_by=needed_by)
     removed = set(outcome["files_removed"])  # decoded once, as `file_key` spells them
     return FsckResult(
         log.table,
@@ -109,7 +118,7 @@ def fsck_table(table: LocationLike, repair: bool = False, readers: StreamReaders
         fsck_version=delta_table.version(),
         dropped=tuple(d for d in damaged if file_key(d.path) in removed),
         moved=moved,
-        streams_to_restart=streams,
+        needed_by=needed_by,
     )
 
 
@@ -140,7 +149,7 @@ def _summary(result: FsckResult) -> str:
         return f"{table}: clean"
     if result.refused:
         return f"{table}: not repaired: {result.refused}"
-    rows = _rows_text(result.dropped if result.repaired else result.damaged)
+    rows = rows_text(result.dropped if result.repaired else result.damaged)
     if not result.repaired:
         return f"{table}: {count} damaged file(s){rows}; run again with --yes to drop them from its log"
     moved = f"; truncated file(s) moved to {table / DAMAGED_DIR}" if result.moved else ""
@@ -154,7 +163,8 @@ def _rows(files: Iterable[DamagedFile]) -> int:
     return sum(d.rows or 0 for d in files)
 
 
-def _rows_text(files: tuple[DamagedFile, ...]) -> str:
+def rows_text(files: Sequence[DamagedFile]) -> str:
+    """` (N rows)` for a message, saying how many files the log gives no row count for."""
     unknown = sum(1 for d in files if d.rows is None)
     known = f"{_rows(files):,} rows"
     return f" ({known}" + (f", and {unknown} file(s) whose rows the log does not count)" if unknown else ")")
@@ -180,16 +190,43 @@ def _record(damaged: tuple[DamagedFile, ...], moved: dict[str, str]) -> dict[str
     }
 
 
-def _streams_to_restart(
+def _needed_by(
     log: DeltaLog, damaged: tuple[DamagedFile, ...], readers: StreamReaders | None
-) -> tuple[str, ...]:
-    """Streams that read on from a version at or before a damaged file's, or from a starting
-    snapshot (which holds every live file, the damaged ones included)."""
+) -> dict[str, tuple[str, ...]]:
+    """Per damaged file, the streams whose next batches read it (a replayed uncommitted batch
+    included), as the doctor's `source_files_damaged` counts them: the appends after each
+    stream's committed position, the rest of its starting snapshot included. A file a stream
+    already read is not needed, even when the stream's position is still in that version or
+    snapshot."""
     if not damaged or readers is None:
-        return ()
-    newest = max(d.version for d in damaged)
+        return {}
     reads = readers.of_table(log.table_id())
-    return tuple(sorted({r.stream for r in reads if r.needs_snapshot or r.needed_version <= newest}))
+    if not reads:
+        return {}
+    index = DeltaFileIndex(log, read_mode="skipChangeCommits", strict=False)
+    needed: dict[str, set[str]] = {}
+    for read in reads:
+        unread = _unread_keys(index, read)
+        for file in damaged:
+            reaches = _at_or_after(read, file) if unread is None else file_key(file.path) in unread
+            if reaches:
+                needed.setdefault(file.path, set()).add(read.stream)
+    return {path: tuple(sorted(streams)) for path, streams in needed.items()}
+
+
+def _unread_keys(index: DeltaFileIndex, read: StreamRead) -> set[str] | None:
+    """The files `read`'s stream has still to read, or None when log cleanup removed what its
+    position needs (it cannot restart at all: the doctor's `source_version_cleaned_up`)."""
+    try:
+        return {file_key(f.file.path) for f in unread_files(index, read.position)}
+    except VersionNotInLogError:
+        return None
+
+
+def _at_or_after(read: StreamRead, file: DamagedFile) -> bool:
+    """Whether a stream whose files cannot be listed would reach `file`: it reads a starting
+    snapshot, or commits from the file's version or an earlier one."""
+    return read.needs_snapshot or (not file.in_snapshot and read.needed_version <= file.version)
 
 
 def _move_aside(table: Location, damaged: list[DamagedFile]) -> dict[str, str]:

@@ -9,7 +9,9 @@ from typing import Any
 from streamops.checkpoint_tools.checkpoint_checks import id_ranges
 from streamops.checkpoint_tools.correlation import Correlation
 from streamops.checkpoint_tools.doctor import Diagnosis
+from streamops.checkpoint_tools.findings import Finding
 from streamops.checkpoint_tools.rewind import RewindPlan, RewindResult
+from streamops.checkpoint_tools.table_checks import TableDiagnosis
 from streamops.core.plain_text import format_table
 
 SEVERITY_MARK = {"error": "ERROR", "warning": "WARN", "info": "info"}
@@ -168,7 +170,9 @@ def correlation_text(correlation: Correlation) -> str:
     return "\n".join(lines)
 
 
-def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
+def diagnoses_text(diagnoses: Sequence[Diagnosis], tables: Sequence[TableDiagnosis] = ()) -> str:
+    """Each checkpoint's verdict and findings, then each lake table with findings (`tables`:
+    every table checked, from `diagnose_lake_tables`), then the counts."""
     lines = []
     for diagnosis in diagnoses:
         verdict = diagnosis.worst or "healthy"
@@ -176,15 +180,18 @@ def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
             f"{diagnosis.stream}: {verdict}  (planned {diagnosis.latest_planned}, committed "
             f"{diagnosis.latest_committed}, {diagnosis.checkpoint})"
         )
-        for finding in diagnosis.findings:
-            lines.append(f"  {SEVERITY_MARK[finding.severity]:5} {finding.code}: {finding.message}")
-            lines.append(f"        fix: {finding.fix}")
+        lines += _finding_lines(diagnosis.findings)
         for skipped in diagnosis.skipped:
             lines.append(f"  not checked: {skipped.checks}: {skipped.reason}")
-    counts = {s: sum(1 for d in diagnoses for f in d.findings if f.severity == s) for s in SEVERITY_MARK}
+    for table in tables:
+        if table.findings:
+            lines.append(f"table {table.table}: {table.worst}")
+            lines += _finding_lines(table.findings)
+    findings = [f for d in diagnoses for f in d.findings] + [f for t in tables for f in t.findings]
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITY_MARK}
+    checked = f"{len(diagnoses)} checkpoint(s)" + (f" and {len(tables)} table(s)" if tables else "")
     lines.append(
-        f"{len(diagnoses)} checkpoint(s): {counts['error']} error(s), {counts['warning']} warning(s), "
-        f"{counts['info']} info"
+        f"{checked}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
         + (
             f"; {sum(1 for d in diagnoses if d.skipped)} with checks not run (see `not checked`)"
             if any(d.skipped for d in diagnoses)
@@ -192,6 +199,14 @@ def diagnoses_text(diagnoses: Sequence[Diagnosis]) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+    lines = []
+    for finding in findings:
+        lines.append(f"  {SEVERITY_MARK[finding.severity]:5} {finding.code}: {finding.message}")
+        lines.append(f"        fix: {finding.fix}")
+    return lines
 
 
 def rewind_text(plan: RewindPlan, result: RewindResult | None) -> str:

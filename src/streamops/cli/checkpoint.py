@@ -30,6 +30,8 @@ DOCTOR_EXAMPLE = (
     "  streamops checkpoint doctor --lake lake --json\n"
     "  streamops checkpoint doctor ckpt --source-table src --sink-table out\n"
     "  streamops checkpoint doctor --lake abfss://lake@account.dfs.core.windows.net/prod\n"
+    "--lake alone also checks every table of the lake for data files its log lists that the store lacks\n"
+    "or holds truncated (as `streamops lake fsck --lake` does): one stat per live file\n"
     "exit code: 0 healthy, 1 warnings, 2 errors (and 2 when the lake or a checkpoint cannot be read)"
 )
 REWIND_EXAMPLE = (
@@ -159,7 +161,8 @@ def _doctor(args: argparse.Namespace) -> int:
     from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose_lake, diagnose_many
     from streamops.checkpoint_tools.doctor_context import DoctorSettings
     from streamops.checkpoint_tools.exceptions import CheckpointToolsError
-    from streamops.checkpoint_tools.findings import EXIT_HEALTHY, exit_code
+    from streamops.checkpoint_tools.findings import exit_code
+    from streamops.checkpoint_tools.table_checks import diagnose_lake_tables
     from streamops.checkpoint_tools.text_report import diagnoses_text
 
     settings = DoctorSettings(
@@ -169,23 +172,27 @@ def _doctor(args: argparse.Namespace) -> int:
         kafka_bootstrap=args.kafka_bootstrap,
     )
     lake = lake_of(args)
+    tables = []
     if args.checkpoints:
         targets = checkpoint_targets(args.checkpoints, args.source_table, args.sink_table, lake, args.stream)
         diagnoses = diagnose_many(targets, settings)
     elif lake is not None:
         diagnoses = diagnose_lake(lake, settings)
+        tables = diagnose_lake_tables(lake)
     else:
         raise CheckpointToolsError("give one or more checkpoint directories, or --lake DIR")
+    code = exit_code([f for d in diagnoses for f in d.findings] + [f for t in tables for f in t.findings])
     if args.json:
         print_json(
             {
-                "exit_code": max((d.exit_code for d in diagnoses), default=EXIT_HEALTHY),
+                "exit_code": code,
                 "checkpoints": [d.to_json() for d in diagnoses],
+                "tables": [t.to_json() for t in tables],
             }
         )
     else:
-        print(diagnoses_text(diagnoses))
-    return exit_code(f for d in diagnoses for f in d.findings)
+        print(diagnoses_text(diagnoses, tables))
+    return code
 
 
 def _rewind(args: argparse.Namespace) -> int:
