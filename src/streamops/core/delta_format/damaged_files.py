@@ -3,8 +3,9 @@
 A file deleted outside Delta (by hand, a lifecycle rule, a sync gone wrong) or truncated (a copy
 that died, a full disk) leaves the log pointing at nothing readable: every reader that reaches
 its add fails, and says only "file not found" or "Parquet magic bytes not found", naming neither
-the table version nor whether other files are hit. One stat per file, its size against the size
-its add records, names them all before anyone has to read them. The doctor asks it about the
+the table version nor whether other files are hit. Each file's size in the store against the size
+its add records (a stat per file, or one listing for a whole snapshot) names them all before
+anyone has to read them. The doctor asks it about the
 files a stream has not read yet, the pipeline about the files a failed stream was reading, and
 `streamops lake fsck` about every file of a table's current snapshot.
 """
@@ -82,13 +83,18 @@ class DamagedFile:
         }
 
 
-def damaged_files(table: LocationLike, files: Iterable[IndexedFile]) -> list[DamagedFile]:
+def damaged_files(table: LocationLike, files: Iterable[IndexedFile], *, listed: bool = False) -> list[DamagedFile]:
     """The `files` of `table` its store lacks or holds at another size than their add records.
 
-    Raises `StorageError` when the store refuses the stats (credentials, network)."""
+    One stat per file, or with `listed` one listing of the table (what a whole snapshot costs
+    least on an object store: a paginated LIST instead of a HEAD per file) and a stat for each
+    file stored outside it. Raises `StorageError` when the store refuses them (credentials,
+    network)."""
     root = Location.of(table)
     wanted = list(files)
-    entries = _stat_all([Location.of(data_file_path(root, f.file.path)) for f in wanted])
+    entries = (
+        _listed(root, wanted) if listed else _stat_all([Location.of(data_file_path(root, f.file.path)) for f in wanted])
+    )
     return [
         DamagedFile(
             path=f.file.path,
@@ -142,12 +148,13 @@ def table_damaged_files(table: LocationLike) -> list[DamagedFile]:
     """The damaged files of `table`'s current snapshot (every live add), each named with the
     version that added it when the log still holds that commit.
 
-    One stat per live file; the commits are read back from the latest only while a damaged
+    One listing of the table; the commits are read back from the latest only while a damaged
     file's add is still unaccounted for. Raises `TableNotFoundError`, `TableUnreadableError` or
     `StorageError`."""
     log = DeltaLog(table)
     latest = log.latest_version()
-    damaged = damaged_files(log.table, (IndexedFile(latest, i, True, add) for i, add in enumerate(_live_adds(log))))
+    adds = (IndexedFile(latest, i, True, add) for i, add in enumerate(_live_adds(log)))
+    damaged = damaged_files(log.table, adds, listed=True)
     return sorted(_with_adding_versions(log, damaged), key=lambda d: (d.version, d.path))
 
 
@@ -198,6 +205,19 @@ def _with_adding_versions(log: DeltaLog, damaged: list[DamagedFile]) -> list[Dam
         if not pending:
             break
     return found + list(pending.values())
+
+
+def _listed(root: Location, wanted: list[IndexedFile]) -> list[Entry | None]:
+    """The entries of `wanted` from one listing of `root`; files stored elsewhere are statted."""
+    try:
+        entries = {entry.name: entry for entry in root.walk()}
+    except OSError as error:
+        raise StorageError(f"cannot list `{root}`: {error_line(error)}; check its permissions") from error
+    found: list[Entry | None] = []
+    for f in wanted:
+        path = f.file.path
+        found.append(_stat(Location.of(path)) if "://" in path or path.startswith("/") else entries.get(unquote(path)))
+    return found
 
 
 def _stat_all(locations: list[Location]) -> list[Entry | None]:
