@@ -41,10 +41,37 @@ DELTA_SPARK_CONF = {
 os.environ.setdefault("STREAMOPS_JAVA_OPTIONS", SHORT_RUN_JAVA_OPTIONS)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+SESSION_WORLDS = {
+    "delta_world_template": "checkpoint_worlds",
+    "file_world_template": "checkpoint_worlds",
+    "rate_world_template": "checkpoint_worlds",
+    "built_lake": "built_lake",
+}
+"""Session fixtures that cost Spark minutes: under `-n`, one worker runs every test that reads each."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
+        _group_for_workers(items)
+
+
+def _group_for_workers(items: list[pytest.Item]) -> None:
+    """For `-n 2 --dist loadgroup`: a module's tests, or every reader of a session world, share a
+    worker, so each module and session fixture is built once; the groups that run Spark go first,
+    the largest first, so the quick Spark-free ones fill the end of the run instead of a long one."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        worlds = [group for fixture, group in SESSION_WORLDS.items() if fixture in fixtures]
+        name = worlds[0] if worlds else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(name))
+        groups.setdefault(name, []).append(item)
+    order = sorted(groups.values(), key=lambda g: (not any(i.get_closest_marker("spark") for i in g), -len(g)))
+    items[:] = [item for group in order for item in group]
 
 
 @pytest.fixture(scope="session")
