@@ -103,7 +103,7 @@ def build_spark(
     }
     settings.update(conf or {})
     give_back_freed_memory(settings)
-    for key, value in jar_settings(packages).items():
+    for key, value in jar_settings(packages, settings).items():
         settings[key] = ",".join(filter(None, [settings.get(key), value]))
     jar = classifier_jar()
     if jar is not None:

@@ -8,15 +8,28 @@
 By default Spark resolves them itself (`spark.jars.packages`, Ivy, Spark's Ivy cache in the
 home directory): the first run downloads them from Maven Central and the list of files Ivy
 retrieved is remembered (`~/.cache/streamops/jars/`), so later runs hand Spark those files
-(`spark.jars`): no network and no resolution report at every start. Two ways around Ivy, for machines where it cannot reach the registry
-(Ivy does not read Maven's `settings.xml`, so a proxy or mirror named only there is unknown
-to it):
+(`spark.jars`): no network and no resolution report at every start.
+
+Ivy resolves with streamops' own Ivy settings (`spark.jars.ivySettings`, written by
+`ivy_settings`): Spark's default resolvers, in Spark's Ivy directory and cache, without
+Spark's first one, `local-m2-cache`, which reads `~/.m2/repository` as if it were a
+repository. An ordinary `mvn` build leaves POMs there without their JARs (a dependency's POM
+read for its version, a plugin's dependencies); Ivy then takes such a module as found in
+`~/.m2`, fails to download its JAR from there and stops the resolution, on the first run of a
+new user. Leaving `~/.m2` out of the chain prevents that for every module and machine; the
+other way, resolving again through Maven after such a failure, would need Maven on every
+machine, a second resolution, and telling that failure from a network one without parsing
+Ivy's messages. A user's own `spark.jars.ivySettings` (in `build_spark`'s settings,
+`spark-defaults.conf` or `PYSPARK_SUBMIT_ARGS`) is used as it is, and Spark adds
+`spark.jars.repositories` to either.
+
+Two ways around Ivy, for machines where it cannot reach the registry (Ivy does not read
+Maven's `settings.xml`, so a proxy or mirror named only there is unknown to it):
 
 - `STREAMOPS_JARS_RESOLVER=maven`: resolve with Maven (`mvn dependency:copy-dependencies`, which
   honours `settings.xml`) into `~/.cache/streamops/jars/resolved/<packages>/`, and hand Spark the
   files (`spark.jars`); a later run reuses the directory without Maven. Maven's downloads go to a
-  repository of their own beside it, not `~/.m2`: Spark's Ivy looks in `~/.m2` first and takes a
-  pom there without its JAR for a broken module;
+  repository of their own beside it, not `~/.m2`, the user's own;
 - `STREAMOPS_JARS_DIR=DIR`: use the JARs in DIR as they are (an air-gapped cluster: copy such a
   directory, or Spark's Ivy `jars/` directory, from a machine that could resolve them).
 """
@@ -27,12 +40,14 @@ import hashlib
 import importlib.metadata
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
+from xml.sax.saxutils import quoteattr
 
 from streamops.pipeline.exceptions import PipelineConfigError
 
@@ -44,6 +59,16 @@ ARTIFACT_NAME = re.compile(r"^(.+?)-\d[\w.\-]*\.jar$")
 MAVEN_CACHE = Path.home() / ".cache" / "streamops" / "jars" / "resolved"
 IVY_JARS = Path.home() / ".ivy2.5.2" / "jars"
 """Where Spark 4's Ivy retrieves the JARs of `spark.jars.packages` (its default `spark.jars.ivy`)."""
+IVY_SETTINGS = "spark.jars.ivySettings"
+IVY_DIR = "spark.jars.ivy"
+SPARK_IVY_DIR = "${user.home}/.ivy2.5.2"
+"""Spark 4's default Ivy directory, as an Ivy variable: the JVM's home, which is not always `$HOME`."""
+REPOSITORY_ENV = "DEFAULT_ARTIFACT_REPOSITORY"
+"""Spark's own variable naming the repository that replaces Maven Central and spark-packages."""
+CENTRAL = "https://repo1.maven.org/maven2/"
+SPARK_PACKAGES = "https://repos.spark-packages.org/"
+PROPERTY = re.compile(r"([^=:\s]+)\s*[=:\s]?\s*(.*)$")
+"""A Java properties line: the key ends at the first `=`, `:` or blank."""
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 PYSPARK_BUNDLED = ("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime")
 """What delta-spark drags in that PySpark already ships (a newer copy wins anyway): left out of
@@ -82,9 +107,10 @@ def resolver() -> Resolver:
     return chosen  # type: ignore[return-value]
 
 
-def jar_settings(packages: Sequence[str]) -> dict[str, str]:
+def jar_settings(packages: Sequence[str], conf: Mapping[str, str] | None = None) -> dict[str, str]:
     """Spark settings that put `packages` (Maven coordinates) on the driver's and executors'
-    classpath: `spark.jars.packages` for Ivy, else `spark.jars` with resolved files."""
+    classpath: `spark.jars.packages` with streamops' Ivy settings (`ivy_settings`) for Ivy,
+    else `spark.jars` with resolved files. `conf` is the run's other Spark settings."""
     if not packages:
         return {}
     given = os.environ.get(JARS_DIR_ENV)
@@ -95,7 +121,92 @@ def jar_settings(packages: Sequence[str]) -> dict[str, str]:
     known = ivy_resolved(packages)
     if known:
         return {"spark.jars": ",".join(str(jar) for jar in known)}
-    return {"spark.jars.packages": ",".join(packages), "spark.jars.excludes": ",".join(PYSPARK_BUNDLED)}
+    return {
+        "spark.jars.packages": ",".join(packages),
+        "spark.jars.excludes": ",".join(PYSPARK_BUNDLED),
+        **ivy_settings(conf or {}),
+    }
+
+
+def ivy_settings(conf: Mapping[str, str]) -> dict[str, str]:
+    """`spark.jars.ivySettings` naming streamops' Ivy settings file, or nothing when the user
+    set their own (in `conf`, `PYSPARK_SUBMIT_ARGS` or Spark's properties file).
+
+    The file holds Spark's default resolvers but `local-m2-cache` (`local-ivy-cache`, Maven
+    Central, spark-packages, under the same names, so an existing Ivy cache stays valid);
+    Spark puts its Ivy directory and cache where it always does (`spark.jars.ivy`, else
+    `~/.ivy2.5.2`) and adds `spark.jars.repositories` itself."""
+    chosen = {**spark_settings_outside(), **conf}
+    if chosen.get(IVY_SETTINGS):
+        return {}
+    ivy_dir = chosen.get(IVY_DIR) or SPARK_IVY_DIR
+    text = _ivy_settings_xml(ivy_dir, os.environ.get(REPOSITORY_ENV))
+    path = MAVEN_CACHE.parent / f"ivysettings-{hashlib.sha256(text.encode()).hexdigest()[:16]}.xml"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".ivysettings-", delete=False) as partial:
+            partial.write(text)
+        os.replace(partial.name, path)  # whole or absent for a run starting beside this one
+    return {IVY_SETTINGS: str(path)}
+
+
+def spark_settings_outside() -> dict[str, str]:
+    """The Spark settings a run gets besides streamops' own: Spark's properties file
+    (`--properties-file` in `PYSPARK_SUBMIT_ARGS`, else `spark-defaults.conf` in
+    `SPARK_CONF_DIR` or Spark's home), then `--conf` in `PYSPARK_SUBMIT_ARGS`."""
+    arguments = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    following = dict(zip(arguments, arguments[1:]))
+    properties = Path(following["--properties-file"]) if "--properties-file" in following else _spark_defaults()
+    found = _properties(properties) if properties is not None and properties.is_file() else {}
+    for flag, value in zip(arguments, arguments[1:]):
+        if flag == "--conf" and "=" in value:
+            key, _, setting = value.partition("=")
+            found[key.strip()] = setting.strip()
+    return found
+
+
+def _spark_defaults() -> Path | None:
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return Path(conf_dir) / "spark-defaults.conf"
+    spark_home = os.environ.get("SPARK_HOME")
+    if not spark_home:
+        from pyspark.find_spark_home import _find_spark_home
+
+        spark_home = _find_spark_home()
+    return Path(spark_home) / "conf" / "spark-defaults.conf" if spark_home else None
+
+
+def _properties(path: Path) -> dict[str, str]:
+    """A Java properties file's `key value` / `key=value` / `key: value` lines."""
+    found = {}
+    for line in path.read_text(errors="replace").splitlines():
+        match = PROPERTY.match(line.strip())
+        if match and not line.strip().startswith(("#", "!")):
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
+def _ivy_settings_xml(ivy_dir: str, repository: str | None) -> str:
+    local = f"{ivy_dir}/local/[organisation]/[module]/[revision]"
+    return (
+        "<ivysettings>\n"
+        '  <property name="ivy.maven.lookup.sources" value="false"/>\n'
+        '  <property name="ivy.maven.lookup.javadoc" value="false"/>\n'
+        '  <settings defaultResolver="spark-list"/>\n'
+        "  <resolvers>\n"
+        '    <chain name="spark-list">\n'
+        '      <filesystem name="local-ivy-cache" local="true">\n'
+        f"        <ivy pattern={quoteattr(f'{local}/ivys/ivy.xml')}/>\n"
+        f"        <artifact pattern={quoteattr(f'{local}/[type]s/[artifact](-[classifier]).[ext]')}/>\n"
+        "      </filesystem>\n"
+        f'      <ibiblio name="central" m2compatible="true" usepoms="true" root={quoteattr(repository or CENTRAL)}/>\n'
+        '      <ibiblio name="spark-packages" m2compatible="true" usepoms="true" '
+        f"root={quoteattr(repository or SPARK_PACKAGES)}/>\n"
+        "    </chain>\n"
+        "  </resolvers>\n"
+        "</ivysettings>\n"
+    )
 
 
 def ivy_resolved(packages: Sequence[str]) -> list[Path]:
