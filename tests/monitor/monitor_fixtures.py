@@ -46,6 +46,20 @@ def recorded_sequence(name: str) -> Iterator[tuple[MonitorEvent, BacklogReading 
         yield event, reading
 
 
+def observed_progress(
+    observed: dict[str, Any] | None, batch_id: int = 3, run_id: str | None = None, name: str = "progress_rate.json"
+) -> QueryProgress:
+    """A recorded progress event as it would be with `observed` as its `observedMetrics` (None:
+    without the key, as Spark writes a batch that reported no observation)."""
+    data = json.loads(fixture_text(name))["progress"]
+    data["batchId"] = batch_id
+    if run_id is not None:
+        data["runId"] = run_id
+    if observed is not None:
+        data["observedMetrics"] = observed
+    return QueryProgress.from_json(json.dumps(data))
+
+
 def replay(fleet: Fleet, name: str, until_batch: int | None = None, skip_terminated: bool = False) -> Fleet:
     """Apply a recorded run to `fleet`, optionally stopping after batch `until_batch`."""
     for event, reading in recorded_sequence(name):

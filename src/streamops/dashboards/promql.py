@@ -25,6 +25,7 @@ from streamops.monitor.metric_catalog import (
     INPUT_ROWS_PER_SECOND,
     KAFKA_LOST_OFFSETS,
     LAST_PROGRESS,
+    OBSERVED_METRIC,
     PROCESSED_ROWS_PER_SECOND,
     QUARANTINED_ROWS,
     SCHEMA_ALERTS,
@@ -196,6 +197,11 @@ def quarantine_ratio(window: str, scope: Scope = UNSCOPED) -> str:
 
 def quarantine_rate_by_reason(scope: Scope = UNSCOPED) -> str:
     return f"sum by (reason) (rate({selector(QUARANTINED_ROWS, scope)}[{RATE_INTERVAL}]))"
+
+
+def observed_metrics(scope: Scope = UNSCOPED) -> str:
+    """Each metric of each named observation of the stream's query (`df.observe`)."""
+    return f"max by (stream, observation, metric) ({selector(OBSERVED_METRIC, scope)})"
 
 
 def phase_durations(scope: Scope = UNSCOPED) -> str:

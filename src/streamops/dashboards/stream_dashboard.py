@@ -143,6 +143,18 @@ def build_stream_dashboard() -> models.Dashboard:
                 stacked=True,
             )
         )
+        .with_panel(
+            panels.series_panel(
+                "Observed metrics",
+                "Each metric of the query's named observations (`df.observe` in the query's code), as the last "
+                "batch that reported it computed it; one line per observation and metric. Empty for queries "
+                "without one.",
+                "none",
+                promql.observed_metrics(ONE_STREAM),
+                "{{observation}} {{metric}}",
+                width=24,
+            )
+        )
         .with_row(Row("Change data capture"))
         .with_panel(
             panels.series_panel(

@@ -133,6 +133,8 @@ class FleetCollector(Collector):
             add(catalog.BATCH_ID, labels, progress.batch_id)
         if view.max_event_time is not None:
             add(catalog.FRESHNESS, labels, max(0.0, now - view.max_event_time))
+        for observation, metric, value in view.observed_metrics:
+            add(catalog.OBSERVED_METRIC, labels + [observation, metric], value)
         add_source_samples(add, view)
         add_state_samples(add, view)
         add_time_samples(add, view)

@@ -78,6 +78,8 @@ class _StreamState:
     event_time_lag: float | None = None
     phases: PhaseHistogram = field(default_factory=PhaseHistogram)
     state: StateCounters = field(default_factory=StateCounters)
+    observed: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Each observation's numeric metrics from the last batch of this run that reported it."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ class StreamView:
     """One stream at scrape time: immutable, safe to read without the lock.
 
     `sources` is each source's lag as last measured; `watermark_lag` and `event_time_lag` are
-    from the last batch that had a watermark / read rows with event times."""
+    from the last batch that had a watermark / read rows with event times. `observed_metrics`
+    are (observation, metric, value) of the query's named observations that a gauge can hold,
+    each from the last batch of the run that reported its observation."""
 
     stream: str
     query_id: str
@@ -102,6 +106,7 @@ class StreamView:
     event_time_lag: float | None = None
     phases: tuple[PhaseDistribution, ...] = ()
     state_totals: tuple[tuple[str, OperatorTotals], ...] = ()
+    observed_metrics: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def backlog(self) -> Backlog | None:
@@ -176,6 +181,7 @@ class Fleet:
                 state.last_event_at = event.timestamp + event.batch_duration_ms / 1000.0
                 state.phases.observe(event.duration_ms)
                 state.state.add(event.state_operators)
+                state.observed.update(event.observed_values())
                 if (newest := event.event_time.get("max")) is not None:
                     state.max_event_time = max(newest, state.max_event_time or newest)
                     state.event_time_lag = event.timestamp - newest
@@ -332,6 +338,11 @@ class Fleet:
             event_time_lag=state.event_time_lag,
             phases=state.phases.distributions(),
             state_totals=state.state.snapshot(),
+            observed_metrics=tuple(
+                (observation, metric, value)
+                for observation, metrics in state.observed.items()
+                for metric, value in metrics.items()
+            ),
         )
 
     def _stream(self, stream: str, query_id: str, run_id: str) -> _StreamState:
@@ -340,6 +351,7 @@ class Fleet:
             state = self._streams[stream] = _StreamState(stream, query_id, run_id, deque(maxlen=self.policy.window))
         if state.run_id != run_id:
             state.samples.clear()
+            state.observed.clear()  # a new run may observe other things: no series of the old one stays
         state.query_id, state.run_id = query_id, run_id
         self._by_query_id[query_id] = stream
         return state

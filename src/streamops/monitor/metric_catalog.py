@@ -235,6 +235,16 @@ ROCKSDB_CHECKPOINT_BYTES = MetricSpec(
     "RocksDB state store: bytes uploaded to the checkpoint location",
     OPERATOR,
 )
+OBSERVED = ("stream", "observation", "metric")
+"""A named observation of the query (`df.observe(name, ...)`) and one of its metrics (the
+aggregate's alias): one series per metric of each observation of each query."""
+OBSERVED_METRIC = MetricSpec(
+    "streamops_stream_observed_metric",
+    "gauge",
+    "A metric of one of the query's named observations (df.observe) in the last batch that reported it: "
+    "numbers, booleans as 1 and 0; other values are kept in the progress log only",
+    OBSERVED,
+)
 EVENT_TYPE_ROWS = MetricSpec(
     "streamops_event_type_rows_total",
     "counter",
@@ -350,6 +360,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     ROCKSDB_COMMIT_SECONDS,
     ROCKSDB_SST_BYTES,
     ROCKSDB_CHECKPOINT_BYTES,
+    OBSERVED_METRIC,
     EVENT_TYPE_ROWS,
     EVENT_TYPE_LAST_COMMIT,
     EVENT_TYPE_SCHEMA_VERSION,

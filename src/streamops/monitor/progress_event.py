@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, ClassVar, Iterator, Literal, Mapping, Sequence, Union
 
@@ -162,6 +162,25 @@ def operator_labels(operators: Sequence[StateOperatorProgress]) -> list[str]:
     return [f"{op.operator_name}_{index}" for index, op in enumerate(operators)]
 
 
+def observed_value(value: Any) -> float | None:
+    """An observed metric's value as a gauge: numbers, and booleans as 1 and 0; None for what a
+    gauge cannot hold (null, strings, dates and timestamps, which Spark writes as strings, structs,
+    arrays, maps). NaN and the infinities are None too: JSON has no such numbers and Spark writes
+    them as strings ("NaN", "Infinity"), which cannot be told from a string column's value."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _observed_metrics(value: Any) -> dict[str, dict[str, Any]]:
+    """`observedMetrics`: each named observation's row of metrics, as Spark wrote it (a row
+    that is not a JSON object is skipped)."""
+    return {str(name): dict(row) for name, row in _mapping(value).items() if isinstance(row, Mapping)}
+
+
 class _NamedQuery:
     """An event that carries the query's name."""
 
@@ -176,7 +195,11 @@ class _NamedQuery:
 
 @dataclass(frozen=True)
 class QueryProgress(_NamedQuery):
-    """One StreamingQueryProgress. Rates Spark omits (NaN) read as 0."""
+    """One StreamingQueryProgress. Rates Spark omits (NaN) read as 0.
+
+    `observed_metrics` are the batch's named observations (`df.observe(name, ...)` in the
+    query's code), each a map of metric name to its value as Spark wrote it: numbers, booleans,
+    strings, nulls or nested objects."""
 
     query_id: str
     run_id: str
@@ -194,8 +217,23 @@ class QueryProgress(_NamedQuery):
     sink_output_rows: int | None
     json: str
     state_operators: tuple[StateOperatorProgress, ...] = ()
+    observed_metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     kind: ClassVar[EventKind] = "progress"
+
+    def observed_values(self) -> dict[str, dict[str, float]]:
+        """The observed metrics a gauge can hold (`observed_value`), by observation and metric
+        name; an observation with none of them is left out."""
+        values: dict[str, dict[str, float]] = {}
+        for observation, metrics in self.observed_metrics.items():
+            numbers = {
+                str(metric): number
+                for metric, value in metrics.items()
+                if (number := observed_value(value)) is not None
+            }
+            if numbers:
+                values[observation] = numbers
+        return values
 
     @property
     def has_watermark(self) -> bool:
@@ -236,6 +274,7 @@ class QueryProgress(_NamedQuery):
                 state_operators=tuple(
                     StateOperatorProgress.from_dict(op) for op in _objects(data.get("stateOperators"))
                 ),
+                observed_metrics=_observed_metrics(data.get("observedMetrics")),
             )
 
 

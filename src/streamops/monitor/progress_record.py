@@ -15,6 +15,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any, Mapping, get_args, get_type_hints
 
+import orjson
 import pandas as pd
 import pyarrow as pa
 
@@ -109,8 +110,13 @@ SCHEMA = pa.schema(
         ("exception", pa.string()),
         ("error_class", pa.string()),
         ("json", pa.string()),
+        ("observed_metrics", pa.string()),
     ]
 )
+"""`observed_metrics` is a progress event's `observedMetrics` as JSON text, every value as Spark
+wrote it (`{"quality": {"rows": 10, "bad": 0, "checked": "2024-05-01"}}`); null when the batch
+reported none. It is last so that a log written before it, which gains it at its next append,
+has the columns in the same order as a new one."""
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
 
 
@@ -174,6 +180,7 @@ def row_of(
             sources=[source.to_row() for source in event.sources],
             sink=event.sink_description,
             sink_output_rows=event.sink_output_rows,
+            observed_metrics=orjson.dumps(event.observed_metrics).decode() if event.observed_metrics else None,
         )
         for phase, column in PHASE_COLUMNS.items():
             row[column] = event.duration_ms.get(phase)
