@@ -10,7 +10,7 @@ so usually empty on a healthy run) must evaluate without error.
 
 Once every other query has data, three queries any user might run start beside the pipeline (a
 windowed count with a watermark on the RocksDB state store; a deduplication without a watermark,
-whose state only grows and raises the `state_unbounded` warning; a reader of a Delta table that
+whose state only grows and raises the `state_unbounded` warning, with an observed row count; a reader of a Delta table that
 reads one commit a batch, so it always has unread versions and their retention headroom: the
 pipeline's own readers catch up too fast to be sure of one at a scrape), and the monitor replays a recorded Kafka run
 (no broker runs here) through its own event queue, so the source-lag, state, watermark and
@@ -41,6 +41,7 @@ from streamops.dashboards.expression_inventory import UsedQuery, interpolate, us
 from streamops.monitor.fleet import CdcApply
 from streamops.monitor.metric_catalog import (
     EVENT_TIME_MAX_LAG,
+    OBSERVED_METRIC,
     ROCKSDB_CHECKPOINT_BYTES,
     ROCKSDB_COMMIT_SECONDS,
     ROCKSDB_SST_BYTES,
@@ -103,7 +104,8 @@ def start_user_queries(spark, delta_table: Path, checkpoints: Path) -> list:
     finally:
         spark.conf.unset(PROVIDER_CONF)
     unbounded = (
-        rate.dropDuplicates(["value"])
+        rate.observe("quality", F.count(F.lit(1)).alias("rows"))  # the observed-metrics panel's data
+        .dropDuplicates(["value"])
         .writeStream.format("noop")
         .queryName("user_dedup_unbounded")
         .trigger(processingTime="2 seconds")
@@ -135,6 +137,7 @@ USER_QUERY_FAMILIES = {
         ROCKSDB_CHECKPOINT_BYTES,
         WATERMARK_LAG,
         EVENT_TIME_MAX_LAG,
+        OBSERVED_METRIC,
         STREAM_WARNING,
         SOURCE_RETENTION_HEADROOM,
     )
