@@ -119,7 +119,13 @@ def test_the_exporter_scrape_has_the_workload_values_and_passes_promtool(spark, 
         )
         try:
             wait_until(lambda: rows_read(query) == 30, what="30 rows read")
-            assert monitor.flush()
+            wait_until(
+                lambda: (
+                    monitor.flush()
+                    and monitor.registry.get_sample_value(catalog.INPUT_ROWS.name, {"stream": "scraped_stream"}) == 30
+                ),
+                what="the monitor's 30 rows (Spark's listener bus delivers progress asynchronously)",
+            )
             now = time.time()
             monitor.record_table_commit(TableCommit("login", "core", 30, now - 2, 3, now - 20))
             monitor.record_stream_event_time("scraped_stream", now - 5)
