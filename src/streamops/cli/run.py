@@ -14,6 +14,7 @@ from streamops.cli.options import Subcommands, add_command, add_json_option, pri
 from streamops.core.plain_text import format_table
 from streamops.pipeline.cdc.cdc_settings import CDC_FORMATS
 from streamops.pipeline.delta_connector.connector import CONNECTORS
+from streamops.pipeline.records.record_rules import MAX_RECORD_BYTES
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.run.supervisor import STAGES
 from streamops.pipeline.silver.silver_stream import ON_INCOMPATIBLE, POLL_SECONDS
@@ -79,6 +80,13 @@ def register(subcommands: Subcommands) -> None:
     )
     run.add_argument("--max-files-per-trigger", type=int, default=100, help="landing files per bronze batch")
     run.add_argument(
+        "--max-record-bytes",
+        type=_positive,
+        default=MAX_RECORD_BYTES,
+        metavar="N",
+        help=f"longer lines go to quarantine as too_large, and no more of a line is kept (default {MAX_RECORD_BYTES})",
+    )
+    run.add_argument(
         "--delta",
         choices=CONNECTORS,
         default="embedded",
@@ -94,6 +102,16 @@ def register(subcommands: Subcommands) -> None:
     )
     run.add_argument("--master", help="Spark master URL (default local[*] or $STREAMOPS_SPARK_MASTER)")
     add_json_option(run)
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+    return number
 
 
 def _seconds(text: str) -> float:
@@ -268,6 +286,7 @@ def _run_until_stopped(args: argparse.Namespace, silver: SilverSettings, signals
             delta=args.delta,
             master=args.master,
             stages=args.stages,
+            max_record_bytes=args.max_record_bytes,
         ),
         on_start=signals.on_start,
     )

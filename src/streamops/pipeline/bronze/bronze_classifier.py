@@ -11,7 +11,7 @@ A line no rule expected to fail on is quarantined as `unprocessable`, never rais
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from streamops.pipeline.records.record_rules import (
     MAX_RECORD_BYTES,
     TOMBSTONE_DETAIL,
     UTF8_BOM,
+    too_large_detail,
 )
 from streamops.pipeline.records.strict_json import OutOfRange, StrictJsonError, exceeds_depth, loads, lone_surrogate
 from streamops.pipeline.registry.schema_variation import VariationCache
@@ -107,7 +108,7 @@ def parse_object(payload: bytes, limits: RecordLimits) -> dict[str, Any] | LineV
     if not payload.strip(_WHITESPACE):
         return LineVerdict(payload, "empty_line")
     if len(payload) > limits.max_record_bytes:
-        return LineVerdict(payload, "too_large", f"{len(payload)} bytes > limit {limits.max_record_bytes}")
+        return LineVerdict(payload, "too_large", too_large_detail(len(payload), limits.max_record_bytes))
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -160,8 +161,15 @@ class BatchClassifier:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_imported_objects()
+        kafka_end = 3 + len(KAFKA_FIELDS)
         for batch in batches:
-            yield self.classify(batch.column(0).to_pylist(), batch.column(1), batch.column(2), batch.columns[3:])
+            yield self.classify(
+                batch.column(0).to_pylist(),
+                batch.column(1),
+                batch.column(2),
+                batch.columns[3:kafka_end],
+                batch.columns[kafka_end : kafka_end + 2] or None,
+            )
 
     def classify(
         self,
@@ -169,13 +177,29 @@ class BatchClassifier:
         source_files: pa.Array,
         source_mtimes: pa.Array,
         kafka: list[pa.Array] | None = None,
+        sizes: list[pa.Array] | None = None,
     ) -> pa.RecordBatch:
-        """The verdict on each line, with its source columns (`kafka`: KAFKA_FIELDS, else nulls)."""
-        verdicts = [judge_line(line, self.limits) for line in lines]
+        """The verdict on each line, with its source columns (`kafka`: KAFKA_FIELDS, else nulls;
+        `sizes`: each line's offset and whole length, bronze/line_sources.py)."""
+        verdicts = sized([judge_line(line, self.limits) for line in lines], sizes, self.limits)
         kafka = kafka or [pa.nulls(len(lines), kind) for _, kind in KAFKA_FIELDS]
         return pa.RecordBatch.from_arrays(
             verdict_columns(verdicts, source_files, source_mtimes, kafka), schema=_ARROW_SCHEMA
         )
+
+
+def sized(verdicts: list[LineVerdict], sizes: Sequence[pa.Array] | None, limits: RecordLimits) -> list[LineVerdict]:
+    """`too_large` verdicts told by each line's whole length and offset (`sizes`: the
+    `line_offset` and `line_bytes` columns), not by the bytes kept of it."""
+    if not sizes:
+        return verdicts
+    offsets, lengths = sizes[0].to_pylist(), sizes[1].to_pylist()
+    return [
+        replace(v, detail=too_large_detail(lengths[i], limits.max_record_bytes, offsets[i]))
+        if v.reason == "too_large" and lengths[i] is not None
+        else v
+        for i, v in enumerate(verdicts)
+    ]
 
 
 def verdict_columns(

@@ -270,7 +270,7 @@ def classified_lines(spark: SparkSession, settings: BronzeSettings) -> DataFrame
     from pyspark.sql import functions as F
 
     return (
-        settings.mode.classify(spark, settings.input.lines(spark), settings.limits)
+        settings.mode.classify(spark, settings.input.lines(spark, settings.limits.max_record_bytes), settings.limits)
         .withColumn("event_time", F.expr("try_to_timestamp(event_time_text)"))
         .drop("event_time_text")
     )

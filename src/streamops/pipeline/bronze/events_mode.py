@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Literal
 
 from streamops.pipeline.bronze import jvm_classifier
 from streamops.pipeline.bronze.bronze_classifier import CLASSIFIED_SCHEMA, KAFKA_FIELDS, BatchClassifier, RecordLimits
+from streamops.pipeline.bronze.line_sources import LINE_BYTES, LINE_OFFSET
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.records.record_rules import UTF8_BOM
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter
@@ -48,9 +49,15 @@ class EventsMode:
         )
         call = F.expr(f"{jvm_classifier.FUNCTION_NAME}(value, {limits.max_record_bytes}, {limits.max_depth})")
         kafka = [name for name, _ in KAFKA_FIELDS]
+        sizes = [LINE_OFFSET, LINE_BYTES] if LINE_BYTES in lines.columns else []
+        too_large = F.concat(
+            F.col(LINE_BYTES).cast("string"),
+            F.lit(f" bytes > limit {limits.max_record_bytes}"),
+            F.coalesce(F.concat(F.lit(" at byte offset "), F.col(LINE_OFFSET).cast("string")), F.lit("")),
+        )
         return (
-            lines.select(payload.alias("value"), "source_file", "source_mtime", *kafka)
-            .select(call.alias("c"), "value", "source_file", "source_mtime", *kafka)
+            lines.select(payload.alias("value"), "source_file", "source_mtime", *kafka, *sizes)
+            .select(call.alias("c"), "value", "source_file", "source_mtime", *kafka, *sizes)
             .select(
                 "c.event_type",
                 "c.event_id",
@@ -60,7 +67,11 @@ class EventsMode:
                 "source_file",
                 "source_mtime",
                 "c.quarantine_reason",
-                "c.quarantine_detail",
+                F.when(F.col("c.quarantine_reason") == "too_large", too_large)
+                .otherwise(F.col("c.quarantine_detail"))
+                .alias("quarantine_detail")
+                if sizes
+                else F.col("c.quarantine_detail"),
                 *kafka,
             )
         )

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 SOURCES = tuple(sorted(Path(__file__).with_name("jvm").glob("*.java")))
 CLASS_NAME = "streamops.jvm.BronzeLineClassifier"
+LANDING_LINES = "streamops.jvm.LandingLines"
+"""The landing files' line reader (bronze/landing_input.py), built into the same jar."""
+LANDING_LINES_SCHEMA = "value binary, line_offset bigint, line_bytes bigint"
+"""Its rows, which a streaming file source must be given."""
 FUNCTION_NAME = "streamops_classify_line"
 RETURN_TYPE = (
     "struct<event_type:string,event_id:string,event_time_text:string,schema_hash:string,"
@@ -84,3 +88,10 @@ def register(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - the class is missing when the jar could not be built
         return False
     return True
+
+
+def has_landing_lines(spark: SparkSession) -> bool:
+    """Whether the session's JVM has the landing line reader (the jar was built and given to it)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(LANDING_LINES))

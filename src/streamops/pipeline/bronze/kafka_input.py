@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streamops.pipeline.bronze.kafka_retention import check_retention, lost_in_batch
+from streamops.pipeline.bronze.line_sources import LINE_BYTES, LINE_OFFSET
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.runtime.spark_jars import kafka_package
 
@@ -68,7 +69,9 @@ class KafkaInput:
         if not self.allow_data_loss:
             check_retention(checkpoint, self.bootstrap, self.client_config, stream)
 
-    def lines(self, spark: SparkSession) -> DataFrame:
+    def lines(self, spark: SparkSession, max_line_bytes: int) -> DataFrame:
+        """The records as lines. The consumer holds a record whole (the brokers' `message.max.bytes`
+        bounds it); what goes on keeps its first `max_line_bytes + 1` bytes."""
         from pyspark.sql import functions as F
 
         reader = (
@@ -86,13 +89,17 @@ class KafkaInput:
         for key, value in self.options.items():
             reader = reader.option(key, value)
         return reader.load().select(
-            F.col("value"),
+            F.when(F.length("value") > max_line_bytes, F.substring("value", 1, max_line_bytes + 1))
+            .otherwise(F.col("value"))
+            .alias("value"),
             F.format_string(KAFKA_URI_FORMAT, "topic", "partition", "offset").alias("source_file"),
             F.col("timestamp").alias("source_mtime"),
             F.col("key").alias("kafka_key"),
             F.col("topic").alias("kafka_topic"),
             F.col("partition").alias("kafka_partition"),
             F.col("offset").alias("kafka_offset"),
+            F.lit(None).cast("bigint").alias(LINE_OFFSET),
+            F.length("value").cast("bigint").alias(LINE_BYTES),
         )
 
     def lost_in_batch(self, df: DataFrame, commit: BatchCommitInfo) -> list[LostRange]:

@@ -6,12 +6,17 @@ Whatever the source, a line is one row of `value` (its bytes), `source_file` and
 `kafka://topic/partition/offset` and the record's timestamp), and the record's Kafka coordinates
 and key (null for a file's line). The classifiers carry the coordinates through unchanged, so
 every bronze and quarantine row names the record it came from, and a silver row traces back to
-it through bronze.
+it through bronze. Last come the line's whole length in bytes (`line_bytes`) and, for a file's
+line, its byte offset in the file (`line_offset`): `value` holds at most `max_line_bytes + 1`
+bytes, and a longer line is judged `too_large` by its whole length and named by its offset.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
+
+LINE_OFFSET = "line_offset"
+LINE_BYTES = "line_bytes"
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,8 +50,9 @@ class LineInput(Protocol):
         the start would lose lines."""
         ...
 
-    def lines(self, spark: SparkSession) -> DataFrame:
-        """The input as a stream of lines (the module docstring's columns)."""
+    def lines(self, spark: SparkSession, max_line_bytes: int) -> DataFrame:
+        """The input as a stream of lines (the module docstring's columns), each `value` cut
+        after `max_line_bytes + 1` bytes."""
         ...
 
     def lost_in_batch(self, df: DataFrame, commit: BatchCommitInfo) -> list[LostRange]:

@@ -30,6 +30,7 @@ from streamops.pipeline.bronze.bronze_classifier import (
     RecordLimits,
     has_lone_surrogate,
     parse_object,
+    sized,
     strip_bom,
     verdict_columns,
 )
@@ -156,7 +157,9 @@ class CdcBatchClassifier:
             judge_change(line, key, self.declared_keys, self.limits, declared_sequences=self.declared_sequences)
             for line, key in zip(lines, keys)
         ]
-        kafka = batch.columns[3 : 3 + len(KAFKA_FIELDS)]
+        kafka_end = 3 + len(KAFKA_FIELDS)
+        verdicts = sized(verdicts, batch.columns[kafka_end : kafka_end + 2] or None, self.limits)
+        kafka = batch.columns[3:kafka_end]
         return pa.RecordBatch.from_arrays(
             [
                 *verdict_columns(verdicts, batch.column(1), batch.column(2), kafka),

@@ -40,7 +40,16 @@ TOMBSTONE_DETAIL = "a Kafka record without a value (the delete marker of its key
 """A line that is not there at all: only a Kafka record can have no value."""
 
 MAX_RECORD_BYTES = 1_048_576
-"""Lines longer than this go to quarantine as `too_large` (1 MiB, as many brokers cap messages)."""
+"""Lines longer than this go to quarantine as `too_large` (1 MiB, as many brokers cap messages;
+`streamops run --max-record-bytes`). Bronze keeps at most this many bytes plus one of any line
+(bronze/line_sources.py), so a longer line costs no more memory than the limit."""
+
+
+def too_large_detail(line_bytes: int, limit: int, line_offset: int | None = None) -> str:
+    """The detail of a `too_large` line: its whole length and, in a file, where it starts."""
+    where = "" if line_offset is None else f" at byte offset {line_offset}"
+    return f"{line_bytes} bytes > limit {limit}{where}"
+
 
 MAX_DEPTH = 32
 """Objects nested deeper than this go to quarantine as `too_deep`: they cannot become columns."""

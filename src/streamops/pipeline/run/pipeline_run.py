@@ -6,12 +6,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from streamops.core.lake_layout import BRONZE_STREAM, LakeLayout, LakeLike
+from streamops.pipeline.bronze.bronze_classifier import RecordLimits
 from streamops.pipeline.bronze.events_mode import EVENTS
 from streamops.pipeline.bronze.ingest_mode import IngestMode
 from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
+from streamops.pipeline.records.record_rules import MAX_RECORD_BYTES
 from streamops.pipeline.run.run_lock import RunLock
 from streamops.pipeline.run.spark_session import build_spark, stop_spark
 from streamops.pipeline.run.supervisor import STAGE_LOCKS, PipelineSettings, RunReport, Stages, Supervisor
@@ -44,6 +46,9 @@ class RunOptions:
     delta: ConnectorName = "embedded"
     master: str | None = None
     stages: Stages = "all"
+    max_record_bytes: int = MAX_RECORD_BYTES
+    """Longer lines go to quarantine as `too_large`; bronze keeps at most this many bytes plus
+    one of any line, so no line costs more memory than that."""
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
@@ -125,6 +130,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         silver=options.silver,
         stages=options.stages,
         mode=options.mode,
+        limits=RecordLimits(max_record_bytes=options.max_record_bytes),
     )
     try:
         supervisor = Supervisor(spark, settings, connector_for(options.delta, spark), MonitorEvents(monitor))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Literal, get_args
 from streamops.core.checkpoint_format.abandoned_writes import remove_abandoned_writes
 from streamops.core.exceptions import StreamopsError
 from streamops.core.lake_layout import BRONZE_STREAM, MANAGEMENT_STREAM, LakeLayout, silver_stream
+from streamops.pipeline.bronze.bronze_classifier import RecordLimits
 from streamops.pipeline.bronze.bronze_stream import (
     BronzeBatchWriter,
     BronzeSettings,
@@ -76,6 +77,7 @@ class PipelineSettings:
     silver: SilverSettings = SilverSettings()
     stages: Stages = "all"
     mode: IngestMode = EVENTS
+    limits: RecordLimits = RecordLimits()
 
     @property
     def runs_bronze(self) -> bool:
@@ -156,6 +158,7 @@ class Supervisor:
             self.settings.input,
             self.settings.mode,
             trigger_seconds=self.settings.trigger_seconds,
+            limits=self.settings.limits,
             available_now=available_now,
         )
         writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, settings, self._bronze_done)
