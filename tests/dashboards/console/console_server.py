@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ports import free_port
 from waiting import wait_until
@@ -136,3 +137,63 @@ def render_in_chromium(
             return RenderedPage(text, seconds, screenshot, tuple(shots))
         finally:
             browser.close()
+
+
+SCRIPT_DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+DRAWN = """() => {
+    const shown = selector => [...document.querySelectorAll(selector)].filter(e => !e.closest('details:not([open])'));
+    return shown('[data-testid="stDataFrame"]').every(grid => {
+            const table = grid.querySelector('table');
+            return grid.querySelector('canvas') && table
+                && (table.getAttribute('aria-rowcount') === '1' || table.querySelector('tbody tr'));
+        })
+        && shown('[data-testid="stVegaLiteChart"]').every(chart => chart.querySelector('svg, canvas'));
+}"""
+"""Every table (its canvas, and the accessible table that lists its cells) and chart in view is
+drawn, not a placeholder; those in a closed expander are not drawn until it opens."""
+
+
+@contextlib.contextmanager
+def chromium_page(user_data_dir: Path, viewport: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
+    """One headless Chromium page (Playwright's `Page`) for many visits."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(user_data_dir),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": viewport[0], "height": viewport[1]},
+        )
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+
+
+SHAPE = """() => [
+    document.querySelectorAll('[data-testid="stDataFrame"] tbody tr').length,
+    document.querySelectorAll('[data-testid="stVegaLiteChart"]').length,
+    document.body.innerText.length,
+]"""
+"""What grows while the page is still arriving: table rows, charts, text."""
+SETTLED_POLLS = 4
+
+
+def visit(page: Any, url: str, timeout_s: float = 90) -> None:
+    """Open `url` and wait until its script has run, every table and chart is drawn, and the page
+    has stopped changing (Streamlit mounts tables and charts after the script's first elements:
+    a page with none yet is "drawn" too)."""
+    page.goto(url)
+    page.wait_for_selector("h1", timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    shape, same = None, 0
+    while same < SETTLED_POLLS:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{url} was still changing after {timeout_s:g}s")
+        page.wait_for_timeout(250)
+        ready = page.locator(SCRIPT_DONE).count() == 1 and page.evaluate(DRAWN)
+        current = page.evaluate(SHAPE) if ready else None
+        same = same + 1 if ready and current == shape else 0
+        shape = current

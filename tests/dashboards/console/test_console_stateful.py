@@ -32,6 +32,8 @@ def test_a_kafka_stream_shows_each_sources_records_behind(console, recorded_lake
     assert list(sources["records_behind"]) == [lag.offsets for lag in truth.sources]
     assert all(offsets > 0 for offsets in sources["records_behind"])  # the recording lags
     assert set(sources["from"]) == {"reported"}
+    topics = {topic for lag in truth.sources for topic, _, _ in lag.partitions}
+    assert list(sources["reads"]) == [f"topic {', '.join(sorted(topics))}"], "named by what it reads, not its class"
 
 
 def test_a_stateful_stream_shows_state_watermark_and_their_charts(console, recorded_lake):
@@ -44,7 +46,9 @@ def test_a_stateful_stream_shows_state_watermark_and_their_charts(console, recor
     assert "Rows/s in" in cards and "Rows/s out" in cards
     charts = [json.loads(c.proto.spec)["title"] for c in at.get("vega_lite_chart")]
     assert "State rows after each batch" in charts and "Watermark lag (s)" in charts
-    assert frame(at, "records_behind", "kind")["kind"].tolist() == ["rate"]
+    sources = frame(at, "reads", "kind")
+    assert sources["kind"].tolist() == ["rate"] and sources["reads"].tolist() == ["generated rows, 20 rows/s"]
+    assert "records_behind" not in sources.columns, "a rate source has no records behind: the column is left out"
     page = texts(at)
     for warning in truth.warnings:
         assert f":orange[**{warning.code.upper()}**]" in page

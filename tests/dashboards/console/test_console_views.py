@@ -42,15 +42,20 @@ def frame(at, *columns: str, without: str = ""):
     return matches[0]
 
 
+def raised(at) -> list[str]:
+    """Each exception the page raised, with where."""
+    return [e.value + "\n" + "".join(e.stack_trace) for e in at.exception]
+
+
 def open_page(console, lake, page: str, **params):
     at = console(lake).run()
-    assert not at.exception, [e.value for e in at.exception]
+    assert not at.exception, raised(at)
     if page != "fleet_view.py":
         at.switch_page(page)
     for name, value in params.items():
         at.query_params[name] = value
     at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    assert not at.exception, raised(at)
     return at
 
 
@@ -100,6 +105,18 @@ def test_fleet_filters_search_and_sort(console, built_lake):
     assert names == sorted(names)
 
 
+def test_the_fleet_table_shows_few_columns_and_the_picker_adds_the_others(console, built_lake):
+    at = open_page(console, built_lake.lake, "fleet_view.py")
+    (table,) = [d for d in at.dataframe if "last_batch_age_seconds" in d.value.columns]
+    shown = list(table.proto.column_order)
+    assert shown[:2] == ["status", "stream"] and "reason" in shown
+    assert not {"group", "backlog_files", "backlog_bytes", "backlog_versions", "last_batch_id"} & set(shown)
+    at.multiselect(key="fleet_columns").set_value([*shown[2:], "group", "backlog_files"]).run()
+    (table,) = [d for d in at.dataframe if "last_batch_age_seconds" in d.value.columns]
+    assert {"group", "backlog_files"} <= set(table.proto.column_order)
+    assert list(table.proto.column_order)[:3] == ["status", "stream", "group"], "in the table's own order"
+
+
 def test_an_empty_lake_says_what_is_missing_on_every_page(console, tmp_path):
     empty = LakeLayout.at(tmp_path)
     fleet = open_page(console, empty, "fleet_view.py")
@@ -143,7 +160,9 @@ def test_stream_view_ties_batches_to_source_versions_and_sink_commits(console, b
     truth_files = next(b for b in expected["batches"] if b["batch_id"] == newest)["source"]["files"]
     assert list(files["path"]) == [f["path"] for f in truth_files]
     charts = [json.loads(c.proto.spec)["title"] for c in at.get("vega_lite_chart")]
-    assert charts == ["Input vs processed rows/s", "Batch duration by phase (ms)", "Backlog (seconds) after each batch"]
+    assert charts == ["Input vs processed rows/s", "Batch duration by phase (ms)", "Backlog (seconds)"]
+    sources = frame(at, "reads", "kind")
+    assert list(sources["reads"]) == ["bronze/events"] and list(sources["kind"]) == ["delta"]
     assert "No finding: a restart would resume cleanly." in texts(at) or len(frame(at, "code", "fix"))
 
 
@@ -155,8 +174,9 @@ def test_stream_view_of_the_failed_stream_shows_why_and_the_doctors_findings(con
     assert "uncommitted_batch" in set(findings["code"])
     row = findings[findings["code"] == "uncommitted_batch"].iloc[0]
     assert row["severity"] in ("warning", "info") and "restart" in row["fix"].lower()
-    batches = frame(at, "sink_commits", "source_versions")
+    batches = frame(at, "batch_id", "planned_at")
     assert {"committed", "planned"} <= set(batches["status"])  # batch 1 planned, never committed
+    assert "source_versions" not in batches and "sink_commits" not in batches, "a rate source into foreachBatch"
 
 
 def test_stream_view_ignores_a_stream_name_that_is_not_in_the_lake(console, built_lake):

@@ -238,7 +238,11 @@ class DeltaFileIndex:
         """The files a batch from `start` (exclusive) to `end` (inclusive) read.
 
         A first batch (no start, or the initial offset) began at the start of its end's version.
+        A batch that ends at the initial offset (planned while the table had nothing to read)
+        read nothing.
         """
+        if end.is_initial:
+            return []
         if start is None or start.is_initial:
             start = first_batch_start(end)
         until = end.reservoir_version

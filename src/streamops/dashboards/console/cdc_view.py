@@ -15,13 +15,30 @@ import streamlit as st
 
 from streamops.core.exceptions import StreamopsError
 from streamops.core.lake_layout import LakeLayout
-from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console import charts, display, lake_reads
+from streamops.dashboards.console.display import show_table
 from streamops.dashboards.console.page_shell import open_lake, page_path
 
-RECENT_BATCHES = 100
-"""Batches per table the p95 lag covers."""
-SHOWN_BATCHES = 300
-"""Newest batches of the chosen table its charts draw."""
+# A page script's constants carry comments, not docstrings: Streamlit would draw a string literal.
+RECENT_BATCHES = 100  # batches per table the p95 lag covers
+SHOWN_BATCHES = 300  # newest batches of the chosen table its charts draw
+# The tables' summary: what answers "is it current?" first.
+SUMMARY_COLUMNS = [
+    "table",
+    "status",
+    "rows",
+    "lag_seconds",
+    "p95_lag_seconds",
+    "last_apply",
+    "batches",
+    "changes",
+    "inserted",
+    "updated",
+    "deleted",
+    "changed_nothing",
+    "truncates",
+    "stream",
+]
 
 
 def table_summary(applies: pd.DataFrame, rows: dict[str, int | None], status: dict[str, str]) -> pd.DataFrame:
@@ -69,13 +86,16 @@ def render(lake: LakeLayout) -> None:
         "database's commit to the lake's, of the newest change of the table's last batch "
         f"(p95: over its last {RECENT_BATCHES} batches)"
     )
-    st.dataframe(
+    show_table(
         summary,
         hide_index=True,
         key="cdc_tables",
+        column_order=SUMMARY_COLUMNS,
         column_config={
             "rows": st.column_config.NumberColumn("rows now", format="localized"),
-            "last_apply": st.column_config.DatetimeColumn("last apply", format="YYYY-MM-DD HH:mm:ss"),
+            "last_apply": st.column_config.DatetimeColumn(
+                "last apply (UTC)", format=display.GRID_TIME_FORMAT, timezone="UTC"
+            ),
             "lag_seconds": st.column_config.NumberColumn("lag (s)", format="%.1f"),
             "p95_lag_seconds": st.column_config.NumberColumn("p95 lag (s)", format="%.1f"),
             "changed_nothing": st.column_config.NumberColumn("changed nothing"),
@@ -89,7 +109,7 @@ def render(lake: LakeLayout) -> None:
     stream = summary.loc[summary["table"] == table, "stream"].iloc[0]
     if st.button(f"Open stream `{stream}`", key="open_stream"):
         st.switch_page(page_path("stream_view.py"), query_params={"stream": stream})
-    st.dataframe(chosen.iloc[::-1], hide_index=True, key="cdc_batches")
+    show_table(chosen.iloc[::-1], hide_index=True, key="cdc_batches")
 
 
 if __name__ == "__main__":

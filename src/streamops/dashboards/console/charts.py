@@ -14,6 +14,12 @@ from streamops.monitor.progress_record import COLUMN, PHASE_COLUMNS
 from streamops.monitor.status_severity import StatusColor
 
 SMALL_HEIGHT = 140
+MAX_BAR_WIDTH = 28
+TREND_BARS_WIDTH = 180
+"""Pixels the bars of a per-minute chart share (its column is wider): one minute is a bar, not a wall."""
+SECONDS_SHOWN_BELOW = 600.0
+"""A time axis spanning less than this labels seconds."""
+DAY = 86_400.0
 COLOR_HEX: dict[StatusColor, str] = {
     "red": "#d62728",
     "orange": "#ff7f0e",
@@ -37,13 +43,47 @@ def small_chart(frame: pd.DataFrame, title: str, height: int = SMALL_HEIGHT) -> 
     return alt.Chart(frame, title=title, height=height).properties(autosize=PLOT_SIZING)
 
 
+def time_axis(frame: pd.DataFrame, column: str) -> alt.X:
+    """A time x axis in UTC and 24-hour time, titled so: `20:57` (`20:57:30` over a span of
+    minutes, `11-27 20:57` over days), whatever the browser's zone."""
+    times = pd.to_datetime(frame[column], utc=True) if len(frame) else pd.Series(dtype="datetime64[ns, UTC]")
+    span = (times.max() - times.min()).total_seconds() if len(times) else 0.0
+    label = "%H:%M:%S" if span < SECONDS_SHOWN_BELOW else "%H:%M" if span < DAY else "%m-%d %H:%M"
+    return alt.X(
+        f"{column}:T",
+        title="time (UTC)",
+        scale=alt.Scale(type="utc"),
+        axis=alt.Axis(format=label, labelOverlap=True, labelFlush=True),
+    )
+
+
+def time_tooltip(column: str, title: str) -> alt.Tooltip:
+    """A moment in a tooltip, in UTC (a UTC time unit formats in UTC) and 24-hour time."""
+    return alt.Tooltip(
+        f"utcyearmonthdatehoursminutesseconds({column}):T", title=f"{title} (UTC)", format="%Y-%m-%d %H:%M:%S"
+    )
+
+
 def trend(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
-    """One fleet-wide measure per minute."""
+    """One fleet-wide measure per minute, one bar per minute that has data: a time axis drew the
+    first minutes as a bar at each edge of an empty hour."""
+    minutes = frame.assign(minute_label=pd.to_datetime(frame["minute"], utc=True).dt.strftime("%H:%M"))
     return (
-        small_chart(frame, title)
-        .mark_bar()
+        small_chart(minutes, title)
+        .mark_bar(size=max(2, min(MAX_BAR_WIDTH, TREND_BARS_WIDTH // max(1, len(minutes)))))
         .encode(
-            x=alt.X("minute:T", title=None), y=alt.Y(f"{column}:Q", title=None), tooltip=["minute:T", f"{column}:Q"]
+            x=alt.X(
+                "minute_label:O",
+                title="minute (UTC)",
+                sort=list(minutes.sort_values("minute")["minute_label"]),
+                axis=alt.Axis(labelAngle=0, labelOverlap="greedy"),
+                scale=alt.Scale(paddingInner=0.2),
+            ),
+            y=alt.Y(f"{column}:Q", title=None),
+            tooltip=[
+                alt.Tooltip("minute_label:O", title="minute (UTC)"),
+                alt.Tooltip(f"{column}:Q", format=",.0f", title=title),
+            ],
         )
     )
 
@@ -71,10 +111,15 @@ def measures_over_time(
         small_chart(long.dropna(), title)
         .mark_line(point=True, interpolate=interpolate)
         .encode(
-            x=alt.X(f"{time_column}:T", title=None),
+            x=time_axis(long, time_column),
             y=alt.Y("value:Q", title=None),
             color=alt.Color("measure:N", legend=alt.Legend(orient="bottom", title=None)),
-            tooltip=[f"{COLUMN.batch_id}:Q", "measure:N", alt.Tooltip("value:Q", format=value_format)],
+            tooltip=[
+                alt.Tooltip(f"{COLUMN.batch_id}:Q", title="batch"),
+                time_tooltip(time_column, "time"),
+                "measure:N",
+                alt.Tooltip("value:Q", format=value_format),
+            ],
         )
     )
 
@@ -93,23 +138,37 @@ def phases(history: pd.DataFrame) -> alt.Chart:
         small_chart(long.dropna(), "Batch duration by phase (ms)")
         .mark_bar()
         .encode(
-            x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
+            x=alt.X("batch_id:O", title="batch", axis=alt.Axis(labelOverlap=True, labelAngle=0)),
             y=alt.Y("ms:Q", stack="zero", title=None),
-            color=alt.Color("phase:N", legend=alt.Legend(orient="right", title=None)),
-            tooltip=["batch_id:Q", "phase:N", "ms:Q"],
+            color=alt.Color("phase:N", legend=alt.Legend(orient="bottom", title=None, columns=2)),
+            tooltip=[alt.Tooltip("batch_id:Q", title="batch"), "phase:N", alt.Tooltip("ms:Q", format=",", title="ms")],
         )
     )
 
 
+BACKLOG_COLUMNS = {
+    "seconds": COLUMN.backlog_seconds,
+    "records": COLUMN.backlog_offsets,
+    "files": COLUMN.backlog_files,
+    "bytes": COLUMN.backlog_bytes,
+    "versions": COLUMN.backlog_versions,
+}
+"""Each way the backlog is counted, and the progress log's column that holds it after each batch."""
+
+
 def backlog(history: pd.DataFrame, measure: str) -> alt.Chart:
-    column = getattr(COLUMN, f"backlog_{measure}")
+    column = BACKLOG_COLUMNS[measure]
     return (
-        small_chart(history.dropna(subset=[column]), f"Backlog ({measure}) after each batch")
+        small_chart(history.dropna(subset=[column]), f"Backlog ({measure})")
         .mark_area(line=True, opacity=0.3, interpolate="step-after")
         .encode(
-            x=alt.X("timestamp:T", title=None),
-            y=alt.Y(f"{column}:Q", title=None),
-            tooltip=["batch_id:Q", f"{column}:Q"],
+            x=time_axis(history, COLUMN.timestamp),
+            y=alt.Y(f"{column}:Q", title=None, axis=alt.Axis(format=",~f")),
+            tooltip=[
+                alt.Tooltip("batch_id:Q", title="batch"),
+                time_tooltip(COLUMN.timestamp, "batch start"),
+                alt.Tooltip(f"{column}:Q", format=",", title=measure),
+            ],
         )
     )
 
@@ -131,9 +190,13 @@ def watermark_lag(history: pd.DataFrame) -> alt.Chart:
         small_chart(frame.dropna(subset=["lag_seconds"]), "Watermark lag (s)")
         .mark_line(point=True)
         .encode(
-            x=alt.X("timestamp:T", title=None),
+            x=time_axis(frame, COLUMN.timestamp),
             y=alt.Y("lag_seconds:Q", title=None),
-            tooltip=["batch_id:Q", alt.Tooltip("lag_seconds:Q", format=",.1f")],
+            tooltip=[
+                alt.Tooltip("batch_id:Q", title="batch"),
+                time_tooltip(COLUMN.timestamp, "batch start"),
+                alt.Tooltip("lag_seconds:Q", format=",.1f", title="lag (s)"),
+            ],
         )
     )
 
@@ -166,9 +229,9 @@ def cdc_changes(applies: pd.DataFrame) -> alt.Chart:
         small_chart(long[long["rows"] > 0], "Changes per batch")
         .mark_bar()
         .encode(
-            x=alt.X("batch_id:O", title=None, axis=alt.Axis(labelOverlap=True)),
+            x=alt.X("batch_id:O", title="batch", axis=alt.Axis(labelOverlap=True, labelAngle=0)),
             y=alt.Y("rows:Q", stack="zero", title=None),
             color=alt.Color("outcome:N", legend=alt.Legend(orient="right", title=None)),
-            tooltip=["batch_id:Q", "outcome:N", alt.Tooltip("rows:Q", format=",")],
+            tooltip=[alt.Tooltip("batch_id:Q", title="batch"), "outcome:N", alt.Tooltip("rows:Q", format=",")],
         )
     )

@@ -13,7 +13,9 @@ import streamlit as st
 from streamops.core.exceptions import StreamopsError
 from streamops.core.lake_layout import LakeLayout
 from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.display import EM_DASH, display_frame, readable_times, show_table, utc_time
 from streamops.dashboards.console.fleet_table import (
+    COLUMNS,
     SORT_KEYS,
     FleetFilter,
     fleet_frame,
@@ -41,21 +43,34 @@ SORT_LABELS = {
     "last_batch_age_seconds": "last batch age",
     "stream": "stream name",
 }
+# Each column's title and width: the default columns fit a 1280-pixel window beside the sidebar.
 COLUMN_CONFIG = {
-    "status": st.column_config.TextColumn("status", width="small"),
-    "stream": st.column_config.TextColumn("stream"),
-    "group": st.column_config.TextColumn("group", width="small"),
-    "last_batch_id": st.column_config.NumberColumn("last batch", format="%d"),
-    "last_batch_age_seconds": st.column_config.NumberColumn("last batch age", format="duration"),
-    "backlog_versions": st.column_config.NumberColumn("backlog versions", format="%d"),
-    "backlog_files": st.column_config.NumberColumn("backlog files", format="%d"),
-    "backlog_bytes": st.column_config.NumberColumn("backlog bytes", format="bytes"),
-    "backlog_seconds": st.column_config.NumberColumn("backlog seconds", format="%.0f s"),
-    "freshness_seconds": st.column_config.NumberColumn("freshness", format="duration"),
-    "input_rows_per_second": st.column_config.NumberColumn("rows/s in", format="%.1f"),
-    "processed_rows_per_second": st.column_config.NumberColumn("rows/s out", format="%.1f"),
-    "reason": st.column_config.TextColumn("reason", width="large"),
+    "status": st.column_config.TextColumn("status", width=75),
+    "stream": st.column_config.TextColumn("stream", width=120),
+    "group": st.column_config.TextColumn("group", width=70),
+    "last_batch_id": st.column_config.NumberColumn("last batch", format="%d", width=80),
+    "last_batch_age_seconds": st.column_config.NumberColumn("last batch age", format="duration", width=100),
+    "backlog_versions": st.column_config.NumberColumn("backlog versions", format="localized", width=80),
+    "backlog_files": st.column_config.NumberColumn("backlog files", format="localized", width=80),
+    "backlog_bytes": st.column_config.NumberColumn("backlog bytes", format="bytes", width=90),
+    "backlog_seconds": st.column_config.NumberColumn("backlog (s)", format="%.0f s", width=85),
+    "freshness_seconds": st.column_config.NumberColumn("freshness", format="duration", width=90),
+    "input_rows_per_second": st.column_config.NumberColumn("rows/s in", format="%.1f", width=70),
+    "processed_rows_per_second": st.column_config.NumberColumn("rows/s out", format="%.1f", width=80),
+    "reason": st.column_config.TextColumn("reason", width=160),
 }
+# Shown until the column picker says otherwise; status and stream are always shown.
+DEFAULT_COLUMNS = (
+    "status",
+    "stream",
+    "last_batch_age_seconds",
+    "backlog_seconds",
+    "freshness_seconds",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "reason",
+)
+ALWAYS_SHOWN = ("status", "stream")
 
 
 def render(lake: LakeLayout) -> None:
@@ -66,10 +81,7 @@ def render(lake: LakeLayout) -> None:
     except StreamopsError as error:
         st.info(f"Nothing to show yet: {error}")
         return
-    st.caption(
-        f"{len(rows)} streams, judged at {pd.Timestamp(judged_at, unit='s', tz='UTC'):%Y-%m-%d %H:%M:%S} UTC "
-        "by the status rules of `streamops status`"
-    )
+    st.caption(f"{len(rows)} streams, judged at {utc_time(judged_at)} by the status rules of `streamops status`")
     _attention(rows, lake)
     _counts(status_counts(rows))
     _trends(root)
@@ -81,7 +93,10 @@ def _attention(rows: list[StreamStatusRow], lake: LakeLayout) -> None:
     if not urgent:
         st.success("No failed or stalled stream.")
         return
-    lines = [f"- {row.status.upper()} `{row.stream}`: {plain(row.reason)}" for row in urgent[:ATTENTION_LISTED]]
+    lines = [
+        f"- {row.status.upper()} `{row.stream}`: {plain(readable_times(row.reason))}"
+        for row in urgent[:ATTENTION_LISTED]
+    ]
     if len(urgent) > ATTENTION_LISTED:
         lines.append(f"- ... and {len(urgent) - ATTENTION_LISTED} more (filter the table by status)")
     st.error(
@@ -120,10 +135,11 @@ def _table(rows: list[StreamStatusRow], judged_at: float) -> None:
     frame = fleet_frame(rows, now=judged_at)
     counts = frame["status"].value_counts()
     groups = sorted(g for g in frame["group"].unique() if g)
-    a, b, c, d, e, f, g = st.columns([3, 2, 3, 2, 1.4, 1, 1])
+    a, b, c = st.columns([3, 2, 3])
     statuses = a.multiselect("Status", SEVERITY, key="status_filter", format_func=lambda s: f"{s} ({counts.get(s, 0)})")
     chosen_groups = b.multiselect("Group", groups, key="group_filter")
     search = c.text_input("Search", key="search", placeholder="stream, group or reason")
+    d, e, f, g, h = st.columns([3, 2, 1.5, 1.5, 2], vertical_alignment="bottom")
     sort_key = d.selectbox("Sort by", SORT_KEYS, format_func=SORT_LABELS.__getitem__, key="sort")
     descending = e.selectbox(
         "Order", (True, False), format_func=lambda v: "high first" if v else "low first", key="descending"
@@ -132,14 +148,24 @@ def _table(rows: list[StreamStatusRow], judged_at: float) -> None:
     shown = sort_fleet(FleetFilter(tuple(statuses), tuple(chosen_groups), search).apply(frame), sort_key, descending)
     pages = page_count(len(shown), page_size)
     page = g.number_input("Page", min_value=1, max_value=pages, value=1, step=1, key="page")
-    window = page_of(shown, int(page), page_size).reset_index(drop=True)
+    with h.popover("Columns", icon=":material/view_column:", width="stretch"):
+        picked = st.multiselect(
+            "Columns shown",
+            [c for c in COLUMNS if c not in ALWAYS_SHOWN],
+            default=[c for c in DEFAULT_COLUMNS if c not in ALWAYS_SHOWN],
+            format_func=lambda c: COLUMN_CONFIG[c]["label"],
+            key="fleet_columns",
+        )
+    window = display_frame(page_of(shown, int(page), page_size).reset_index(drop=True))
+    window["reason"] = window["reason"].map(lambda r: readable_times(r) if isinstance(r, str) else r)
     st.caption(
         f"{len(shown)} of {len(frame)} streams match · page {min(int(page), pages)} of {pages} · "
         "click a row to open the stream"
     )
-    selection = st.dataframe(
-        window.style.map(_status_style, subset=["status"]).apply(_attention_row, axis=1),
+    selection = show_table(
+        window.style.map(_status_style, subset=["status"]).apply(_attention_row, axis=1).format(na_rep=EM_DASH),
         column_config=COLUMN_CONFIG,
+        column_order=[c for c in COLUMNS if c in ALWAYS_SHOWN or c in picked],
         hide_index=True,
         height=min(TABLE_MAX_HEIGHT, ROW_HEIGHT * (len(window) + 1) + 3),
         on_select="rerun",

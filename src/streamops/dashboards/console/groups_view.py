@@ -12,6 +12,7 @@ import streamlit as st
 from streamops.core.exceptions import StreamopsError
 from streamops.core.lake_layout import LakeLayout, silver_stream
 from streamops.dashboards.console import charts, lake_reads
+from streamops.dashboards.console.display import GRID_TIME_FORMAT, show_table
 from streamops.dashboards.console.page_shell import open_lake, page_path
 from streamops.monitor.fleet_status import StreamStatusRow
 
@@ -46,18 +47,25 @@ def render(lake: LakeLayout) -> None:
         rows = []
     summary = group_summary(groups, rows)
     st.caption(f"{len(groups)} event types in {len(summary)} groups, one silver stream each")
-    left, right = st.columns([2, 3])
-    left.altair_chart(charts.bars(summary, "group", "event_types", "Event types per group"), width="stretch")
-    with right:
-        selection = st.dataframe(
-            summary,
-            hide_index=True,
-            on_select="rerun",
-            selection_mode="single-row",
-            key="group_table",
-            column_config={"types": st.column_config.TextColumn("event types", width="large")},
-        )
-        st.caption("Click a group to open its stream.")
+    selection = show_table(
+        summary,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="group_table",
+        column_config={
+            "group": st.column_config.TextColumn("group", width=70),
+            "stream": st.column_config.TextColumn("stream", width=120),
+            "status": st.column_config.TextColumn("status", width=80),
+            "event_types": st.column_config.NumberColumn("event types", format="%d", width=85),
+            "types": st.column_config.TextColumn("names", width=260),
+            "first_assigned": st.column_config.DatetimeColumn(
+                "first assigned (UTC)", format=GRID_TIME_FORMAT, timezone="UTC", width=150
+            ),
+        },
+    )
+    st.caption("Click a group to open its stream.")
+    st.altair_chart(charts.bars(summary, "group", "event_types", "Event types per group"), width="stretch")
     chosen = selection.selection.rows if selection is not None else []
     if chosen:
         st.switch_page(page_path("stream_view.py"), query_params={"stream": summary.iloc[chosen[0]]["stream"]})
@@ -65,7 +73,7 @@ def render(lake: LakeLayout) -> None:
     shown = (
         groups[groups["event_type"].str.contains(search.strip(), case=False, regex=False)] if search.strip() else groups
     )
-    st.dataframe(shown, hide_index=True, key="assignments")
+    show_table(shown, hide_index=True, key="assignments")
 
 
 if __name__ == "__main__":

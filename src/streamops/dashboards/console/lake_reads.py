@@ -128,6 +128,20 @@ def stream_history(root: str, stream: str, batches: int = HISTORY_BATCHES) -> pd
     return history.tail(batches).reset_index(drop=True)
 
 
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def stream_sources(root: str, stream: str) -> list[dict[str, Any]]:
+    """Each source of the stream's newest progress row as Spark described it (`description`,
+    `start_offset`, `end_offset`, `latest_offset`, ...), in Spark's source order; none without one."""
+    location = LakeLayout.at(root).query_progress
+    log = ProgressLog(location)
+    for day in log.days() if is_table(location) else []:
+        rows = log.read(columns=[COLUMN.timestamp, COLUMN.sources], events=["progress"], streams=[stream], days=[day])
+        if rows.num_rows:
+            newest = max(rows.to_pylist(), key=lambda row: row[COLUMN.timestamp])
+            return list(newest[COLUMN.sources] or [])
+    return []
+
+
 # -- checkpoints (checkpoint_tools) ---------------------------------------------------------------
 
 
@@ -168,6 +182,15 @@ def diagnosis(root: str, stream: str) -> dict[str, Any] | None:
         (target,) = checkpoint_targets([checkpoint], lake=lake, stream=stream, index=index)
         sink_logs = {table: index.log(table) for table in target.sink_tables}
     return diagnose(target, sink_logs=sink_logs).to_json()
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def table_with_id(root: str, table_id: str) -> str | None:
+    """The lake's Delta table whose table id is `table_id` (what a Delta source's offsets name
+    as `reservoirId`), or None when no table of the lake has it."""
+    with _refreshed_sink_index(root) as index:
+        table = index.table_with_id(table_id)
+    return None if table is None else str(table)
 
 
 def checkpoint_streams(root: str) -> list[str]:

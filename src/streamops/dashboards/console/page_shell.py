@@ -50,6 +50,12 @@ def plain(text: str) -> str:
     return MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
 
+def code_span(text: str) -> str:
+    """Text from the lake (a path, a topic) as inline code: nothing inside a code span formats,
+    so only a backtick, which would end it, is replaced."""
+    return "`" + text.replace("`", "'") + "`"
+
+
 def status_badge(status: str) -> str:
     return f":{status_color(status)}[**{status.upper()}**]"
 

@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from streamops.core.lake_layout import LakeLayout, is_valid_event_type
-from streamops.dashboards.console import lake_reads
+from streamops.dashboards.console import display, lake_reads
+from streamops.dashboards.console.display import show_table
 from streamops.dashboards.console.page_shell import open_lake
 from streamops.dashboards.console.schema_diff import diff_schemas, flatten_schema
 
@@ -74,12 +75,12 @@ def render(lake: LakeLayout) -> None:
     c.metric("Schema alerts", len(type_alerts), border=True)
     st.subheader("Registry history")
     shown = history.assign(changes=history["changed_fields"].map(describe_changes))
-    st.dataframe(shown[HISTORY_COLUMNS], hide_index=True, key="registry_history")
+    show_table(shown[HISTORY_COLUMNS], hide_index=True, key="registry_history")
     _diff(history)
     _prototype(history)
     if len(type_alerts):
         st.subheader("Schema alerts of this event type")
-        st.dataframe(type_alerts[[c for c in ALERT_COLUMNS if c != "event_type"]], hide_index=True, key="type_alerts")
+        show_table(type_alerts[[c for c in ALERT_COLUMNS if c != "event_type"]], hide_index=True, key="type_alerts")
 
 
 def _alert_summary(alerts: pd.DataFrame | None) -> None:
@@ -95,7 +96,7 @@ def _alert_summary(alerts: pd.DataFrame | None) -> None:
         icon=":material/warning:",
     )
     with st.expander("All schema alerts"):
-        st.dataframe(alerts[ALERT_COLUMNS], hide_index=True, key="all_alerts")
+        show_table(alerts[ALERT_COLUMNS], hide_index=True, key="all_alerts")
 
 
 def _diff(history: pd.DataFrame) -> None:
@@ -135,10 +136,10 @@ def _diff(history: pd.DataFrame) -> None:
         st.info(f"No field differs ({what}).")
     else:
         st.caption(f"{len(changes)} field change{'s' if len(changes) > 1 else ''}: {what}")
-        st.dataframe(pd.DataFrame([c.to_json() for c in changes]), hide_index=True, key="schema_diff")
+        show_table(pd.DataFrame([c.to_json() for c in changes]), hide_index=True, key="schema_diff")
     with st.expander("Superset schema of the newest version, flattened"):
         latest = history.sort_values("seen_order").iloc[-1]["schema_json"]
-        st.dataframe(
+        show_table(
             pd.DataFrame(sorted(flatten_schema(latest).items()), columns=["path", "type"]),
             hide_index=True,
             key="schema_fields",
@@ -156,7 +157,9 @@ def _prototype(history: pd.DataFrame) -> None:
         key="prototype_variation",
     )
     row = history.loc[index]
-    st.caption(f"The first message seen with variation {row['variation_hash']} (first seen {row['first_seen']})")
+    st.caption(
+        f"The first message seen with variation {row['variation_hash']} (first seen {display.utc_time(row['first_seen'])})"
+    )
     st.code(json.dumps(json.loads(row["prototype"]), indent=2), language="json")
 
 
