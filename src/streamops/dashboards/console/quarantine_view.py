@@ -27,7 +27,7 @@ WHAT_TO_DO = {
     "invalid_event_type": "`event_type` is not a safe table name (letters, digits, `_`, `.`, `-`).",
     "empty_line": "Blank lines in the landing files: usually harmless, fix the writer if they grow.",
     "invalid_utf8": "The line is not valid UTF-8: fix the producer's encoding.",
-    "too_large": "The line is over 1 MiB: split the event or drop the oversized attribute.",
+    "too_large": "The line is over the record limit (`--max-record-bytes`, 1 MiB by default): split the event, drop the oversized attribute, or raise the limit.",
     "too_deep": "The event nests deeper than 32 levels: flatten it at the producer.",
     "number_out_of_range": "A number does not fit a 64-bit integer or a double: send it as a string.",
     "duplicate_key": "An object repeats a key: fix the producer's serializer.",
