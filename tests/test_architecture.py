@@ -60,6 +60,7 @@ PIPELINE_ORDER = (
     "lake_tables",
     "delta_connector",
     "registry",
+    "expectations",
     "pipeline_events",
     "silver",
     "bronze",

@@ -118,6 +118,11 @@ class LakeLayout:
         return self.system_root / "schema_alerts"
 
     @property
+    def expectations(self) -> Location:
+        """One row per stream, batch, table and expectation: rows passed and failed."""
+        return self.system_root / "expectations"
+
+    @property
     def kafka_data_loss(self) -> Location:
         """Kafka offsets a stream run with --allow-data-loss never read (retention deleted them)."""
         return self.system_root / "kafka_data_loss"

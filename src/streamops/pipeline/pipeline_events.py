@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from streamops.core.checkpoint_format.kafka_positions import LostRange
 from streamops.core.lake_layout import BRONZE_STREAM, silver_stream
 from streamops.monitor.fleet import CdcApply, TableCommit
+from streamops.pipeline.expectations.rules import Action
 from streamops.pipeline.registry.schema_alerts import SchemaAlert
 from streamops.pipeline.registry.silver_schemas import SilverSchema
 
@@ -40,6 +41,21 @@ class BronzeBatchResult:
 
 
 @dataclass(frozen=True)
+class ExpectationCount:
+    """One rule on one table in one batch: rows that passed and failed it (a rule on columns the
+    table does not have yet is `applicable=False`, both counts 0). `version`: the Delta version
+    of the table the batch wrote, None when it wrote none."""
+
+    table: str
+    expectation: str
+    action: Action
+    passed: int
+    failed: int
+    version: int | None = None
+    applicable: bool = True
+
+
+@dataclass(frozen=True)
 class SilverBatchResult:
     group: str
     batch_id: int
@@ -47,6 +63,7 @@ class SilverBatchResult:
     max_event_time: dict[str, float]
     quarantined: int
     alerts: tuple[SchemaAlert, ...]
+    expectations: tuple[ExpectationCount, ...] = ()
 
 
 @dataclass(frozen=True)

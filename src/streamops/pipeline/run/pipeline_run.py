@@ -11,6 +11,7 @@ from streamops.pipeline.bronze.events_mode import EVENTS
 from streamops.pipeline.bronze.ingest_mode import IngestMode
 from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
+from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
 from streamops.pipeline.records.record_rules import MAX_RECORD_BYTES
@@ -49,6 +50,8 @@ class RunOptions:
     max_record_bytes: int = MAX_RECORD_BYTES
     """Longer lines go to quarantine as `too_large`; bronze keeps at most this many bytes plus
     one of any line, so no line costs more memory than that."""
+    expectations: ExpectationSet = NO_EXPECTATIONS
+    """Data-quality rules checked on every batch (`--expectations FILE`)."""
 
 
 def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | None = None) -> RunReport:
