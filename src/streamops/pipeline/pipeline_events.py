@@ -96,6 +96,7 @@ class CdcBatchResult:
     tables: tuple[CdcTableApply, ...]
     quarantined: dict[str, int]
     alerts: tuple[SchemaAlert, ...]
+    expectations: tuple[ExpectationCount, ...] = ()
 
 
 class PipelineEvents(Protocol):
