@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from streamops.pipeline.expectations.rules import Expectation
-
 EXPECTATIONS_SCHEMA = pa.schema(
     [
         pa.field("stream", pa.string(), nullable=False),
@@ -25,8 +23,3 @@ EXPECTATIONS_SCHEMA = pa.schema(
 )
 """`version`: the Delta version of `table` the batch wrote (null when it wrote none);
 `applicable`: false for a rule naming a column the table does not have yet (both counts 0)."""
-
-
-def rule_label(rule: Expectation) -> str:
-    """How a rule reads in a quarantine row's detail and a failure message."""
-    return rule.name
