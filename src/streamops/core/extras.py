@@ -22,7 +22,7 @@ Extra = Literal["monitor", "pipeline", "console", "dashboards", "kafka"]
 
 EXTRA_MODULES: dict[Extra, tuple[str, ...]] = {
     "monitor": ("prometheus_client",),
-    "pipeline": ("pyspark", "prometheus_client", "delta"),
+    "pipeline": ("pyspark", "prometheus_client", "delta", "yaml"),
     "console": ("streamlit", "altair"),
     "dashboards": ("grafana_foundation_sdk", "yaml"),
     "kafka": ("confluent_kafka",),

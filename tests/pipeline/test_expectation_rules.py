@@ -1,0 +1,173 @@
+"""Rules files and the Python API: what they hold, and one line naming the file, the table and
+the rule for every way a rules file can be wrong. Spark-free."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from streamops.pipeline import Expectation, ExpectationSet, load_expectations
+from streamops.pipeline.exceptions import PipelineConfigError
+
+ISSUE_EXAMPLE = """\
+default:                       # every silver table
+  - {name: has_id, expect: "event_id IS NOT NULL", action: warn}
+tables:
+  purchase:                    # a silver table (event type) or CDC table
+    - {name: price_nonneg, expect: "price >= 0", action: drop}
+    - {name: one_order, unique: [order_id], action: warn}
+"""
+
+ISSUE_RULES = ExpectationSet(
+    default=(Expectation("has_id", "warn", expect="event_id IS NOT NULL"),),
+    tables={
+        "purchase": (
+            Expectation("price_nonneg", "drop", expect="price >= 0"),
+            Expectation("one_order", "warn", unique=("order_id",)),
+        )
+    },
+)
+
+
+def write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def refusal(path) -> str:
+    with pytest.raises(PipelineConfigError) as caught:
+        load_expectations(path)
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith(f"{path}: "), line
+    return line
+
+
+def test_the_issues_example_reads_as_written(tmp_path):
+    rules = load_expectations(write(tmp_path, "rules.yaml", ISSUE_EXAMPLE))
+    assert rules == ISSUE_RULES
+    assert [rule.name for rule in rules.for_table("purchase")] == ["has_id", "price_nonneg", "one_order"]
+    assert [rule.name for rule in rules.for_table("login")] == ["has_id"]
+    assert rules.bronze == ()
+
+
+def test_toml_holds_the_same_rules_as_yaml(tmp_path):
+    toml = """\
+        [[default]]
+        name = "has_id"
+        expect = "event_id IS NOT NULL"
+
+        [[tables.purchase]]
+        name = "price_nonneg"
+        expect = "price >= 0"
+        action = "drop"
+
+        [[tables.purchase]]
+        name = "one_order"
+        unique = ["order_id"]
+    """
+    assert load_expectations(write(tmp_path, "rules.toml", toml)) == ISSUE_RULES
+
+
+def test_bronze_rules_and_a_cdc_table_are_read_and_action_defaults_to_warn(tmp_path):
+    yaml = """\
+        tables:
+          public.orders:
+            - {name: "amount is set", expect: "amount IS NOT NULL", action: fail}
+        bronze:
+          - name: has_value
+            expect: value IS NOT NULL
+    """
+    rules = load_expectations(write(tmp_path, "rules.yml", yaml))
+    assert rules.bronze == (Expectation("has_value", "warn", expect="value IS NOT NULL"),)
+    assert rules.for_table("public.orders") == (Expectation("amount is set", "fail", expect="amount IS NOT NULL"),)
+
+
+def test_a_tables_own_rule_wins_over_a_default_of_the_same_name(tmp_path):
+    yaml = """\
+        default: [{name: has_id, expect: "event_id IS NOT NULL"}]
+        tables:
+          purchase: [{name: has_id, expect: "order_id IS NOT NULL", action: drop}]
+    """
+    rules = load_expectations(write(tmp_path, "rules.yaml", yaml))
+    assert rules.for_table("purchase") == (Expectation("has_id", "drop", expect="order_id IS NOT NULL"),)
+
+
+def test_an_empty_file_holds_no_rules(tmp_path):
+    assert not load_expectations(write(tmp_path, "rules.yaml", "# nothing yet\n"))
+    assert not load_expectations(write(tmp_path, "rules.toml", ""))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("defaults: []\n", "unknown key `defaults` at the top"),
+        ("tables: {purchase: [{name: p, expect: 'price > 0', level: drop}]}\n", "table `purchase`, rule `p`: unknown key `level`"),
+        ("tables: {purchase: [{name: p, expect: 'price > 0'}, {expect: 'x > 0'}]}\n", "table `purchase`, rule 2 has no `name`"),
+        ("tables: {purchase: [{name: p, expect: 'price > 0', unique: [id]}]}\n", "table `purchase`, rule `p`: give exactly one of `expect`"),
+        ("default: [{name: p, action: drop}]\n", "default rules, rule `p`: give exactly one of `expect`"),
+        ("bronze: [{name: p, expect: 'value > 0', action: dropp}]\n", "bronze rules, rule `p`: action `dropp` is not one of warn, drop, fail"),
+        ("tables: {purchase: [{name: p, expect: 'a > 0'}, {name: p, expect: 'b > 0'}]}\n", "table `purchase`: two rules are named `p`"),
+        ("tables: {../etc: [{name: p, expect: 'a > 0'}]}\n", "`../etc` is not a valid table name"),
+        ("tables: {7: [{name: p, expect: 'a > 0'}]}\n", "`7` is not a valid table name"),
+        ("tables: {purchase: [{name: p, unique: order_id}]}\n", "table `purchase`, rule `p`: `unique` takes a list of column names"),
+        ("tables: {purchase: [{name: p, unique: []}]}\n", "table `purchase`, rule `p`: give exactly one of `expect`"),
+        ("tables: {purchase: [{name: p, unique: [id, id]}]}\n", "table `purchase`, rule `p`: `unique` names a column twice"),
+        ("tables: {purchase: [{name: p, expect: yes}]}\n", "table `purchase`, rule `p`: `expect` takes a Spark SQL condition as a string"),
+        ("tables: {purchase: [{name: 'a,b', expect: 'x > 0'}]}\n", "table `purchase`, rule `a,b`: `a,b` is not a valid rule name"),
+        ("tables: {purchase: {name: p, expect: 'x > 0'}}\n", "table `purchase`: give a list of rules"),
+        ("tables: [purchase]\n", "`tables` maps each table name to its list of rules"),
+        ("- {name: p, expect: 'x > 0'}\n", "give a mapping with `default`, `tables`, `bronze` at the top"),
+        ("tables:\n  purchase: [{name: p, expect: 'a > 0'}]\n  purchase: [{name: q, expect: 'b > 0'}]\n", "not valid YAML at line 3: `purchase` is given twice"),
+        ("tables: {purchase: [{name: p, expect: 'a > 0'}\n", "not valid YAML at line 2"),
+    ],
+)  # fmt: skip
+def test_a_malformed_yaml_file_is_refused_in_one_line_naming_table_and_rule(tmp_path, text, says):
+    assert says in refusal(write(tmp_path, "rules.yaml", text))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[[tables.purchase]]\nname = "p"\nexpect = "a > 0"\naction = "block"\n', "table `purchase`, rule `p`: action `block` is not one of"),
+        ('[[tables.purchase]]\nexpect = "a > 0"\n', "table `purchase`, rule 1 has no `name`"),
+        ('[[tables.purchase]]\nname = "p"\nexpect = "a > 0"\n[[tables.purchase]]\nname = "p"\nunique = ["id"]\n', "two rules are named `p`"),
+        ('[[tables.purchase]]\nname = "p"\nexpect = "a > 0"\n[[tables."a/b"]]\nname = "q"\nexpect = "b > 0"\n', "`a/b` is not a valid table name"),
+        ('[[tables.purchase]]\nname = "p"\nexpect = "a > 0"\nwhen = 1\n', "table `purchase`, rule `p`: unknown key `when`"),
+        ('[[tables.purchase]]\nname = "p"\nexpect = \n', "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_a_malformed_toml_file_is_refused_in_one_line_naming_table_and_rule(tmp_path, text, says):
+    assert says in refusal(write(tmp_path, "rules.toml", text))
+
+
+def test_a_missing_unreadable_or_misnamed_file_is_refused_in_one_line(tmp_path):
+    assert "no such expectations file" in refusal(tmp_path / "absent.yaml")
+    assert "ends in .yaml, .yml or .toml" in refusal(write(tmp_path, "rules.json", "{}"))
+    (tmp_path / "latin1.yaml").write_bytes("default: [{name: caf\xe9, expect: 'a > 0'}]\n".encode("latin-1"))
+    assert "not UTF-8 text" in refusal(tmp_path / "latin1.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+    assert "cannot read the expectations file" in refusal(tmp_path / "folder.yaml")
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root reads any file")
+def test_a_file_without_read_permission_is_refused_in_one_line(tmp_path):
+    path = write(tmp_path, "rules.yaml", ISSUE_EXAMPLE)
+    path.chmod(0)
+    assert "cannot read the expectations file (Permission denied)" in refusal(path)
+
+
+def test_the_python_api_holds_rules_to_the_same_shape():
+    rules = ExpectationSet(tables={"purchase": [Expectation("one_order", unique=["order_id"])]})
+    assert rules.for_table("purchase") == (Expectation("one_order", "warn", unique=("order_id",)),)
+    with pytest.raises(PipelineConfigError, match=r"^expectation `p`: action `stop` is not one of warn, drop, fail$"):
+        Expectation("p", "stop", expect="a > 0")  # type: ignore[arg-type]
+    with pytest.raises(PipelineConfigError, match=r"^expectation `p`: give exactly one of"):
+        Expectation("p")
+    with pytest.raises(PipelineConfigError, match=r"^table `purchase`: two rules are named `p`"):
+        ExpectationSet(tables={"purchase": (Expectation("p", expect="a > 0"), Expectation("p", expect="b > 0"))})
+    with pytest.raises(PipelineConfigError, match=r"^`a b/c` is not a valid table name"):
+        ExpectationSet(tables={"a b/c": ()})
