@@ -14,9 +14,10 @@ whose state only grows and raises the `state_unbounded` warning, with an observe
 reads one commit a batch, so it always has unread versions and their retention headroom: the
 pipeline's own readers catch up too fast to be sure of one at a scrape), and the monitor replays a recorded Kafka run
 (no broker runs here) through its own event queue, so the source-lag, state, watermark and
-warning panels have data from the same exporter. What only a Kafka or CDC pipeline reports (a
-range of offsets retention deleted, a CDC table's MERGE and its lag) is recorded through the
-monitor's API as the pipeline's events record it (tests/pipeline prove the pipeline does).
+warning panels have data from the same exporter. What only a Kafka or CDC pipeline or one with
+data-quality rules reports (a range of offsets retention deleted, a CDC table's MERGE and its lag,
+the rows that passed and failed a rule) is recorded through the monitor's API as the pipeline's
+events record it (tests/pipeline prove the pipeline does).
 """
 
 from __future__ import annotations
@@ -158,9 +159,9 @@ def replay_recorded_kafka_run(monitor: StreamMonitor) -> None:
             monitor._offer(entry["kind"], json.dumps(entry["json"]), entry["received_at"])
 
 
-def record_kafka_and_cdc_batches(monitor: StreamMonitor) -> None:
-    """A bronze batch that met a retention gap and a CDC group's MERGE, as `MonitorEvents` records
-    them (the recorded Kafka run has neither)."""
+def record_kafka_cdc_and_expectation_batches(monitor: StreamMonitor) -> None:
+    """A bronze batch that met a retention gap, a CDC group's MERGE and a silver batch's rule counts,
+    as `MonitorEvents` records them (the recorded Kafka run and the generated load have none)."""
     monitor.record_kafka_data_loss("bronze", "shop.public.orders", 0, 25)
     now = time.time()
     monitor.record_cdc_apply(
@@ -175,6 +176,7 @@ def record_kafka_and_cdc_batches(monitor: StreamMonitor) -> None:
             committed_at=now,
         )
     )
+    monitor.record_expectation("silver_g0001", "purchase", "price_nonneg", 95, 5)
 
 
 def fleet_values() -> dict[str, str]:
@@ -227,7 +229,7 @@ def test_every_dashboard_and_rule_query_has_data_on_a_real_run(spark, tmp_path, 
     user_queries: list = []
     try:
         replay_recorded_kafka_run(monitor)
-        record_kafka_and_cdc_batches(monitor)
+        record_kafka_cdc_and_expectation_batches(monitor)
         target = urllib.parse.urlsplit(monitor.exporter_url).netloc
         with running_prometheus(tmp_path / "prometheus", [target]) as prometheus:
             settings = PipelineSettings(

@@ -155,6 +155,7 @@ def test_every_catalog_metric_is_exported_and_promtool_accepts_the_scrape():
     fleet.record_schema_alert("login")
     fleet.record_kafka_data_loss("bronze", "events", 1, 120)
     fleet.record_cdc_apply(CdcApply("silver_g0001", "public.orders", 2, 1, 1, 0, 3.5, NOW))
+    fleet.record_expectation("silver_g0001", "purchase", "price_nonneg", 95, 5)
     fleet.apply(observed_progress({"quality": {"rows": 50, "bad": 2, "any_bad": True, "last": "x"}}))
     text = generate_latest(scrape_registry(fleet))
     lines = text.decode().splitlines()

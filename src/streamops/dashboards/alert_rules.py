@@ -56,6 +56,9 @@ class AlertThresholds:
     kafka_loss_window: str = "15m"
     cdc_lag_seconds: float = 300
     cdc_lag_for: str = "10m"
+    expectation_failure_ratio: float = 0.05
+    expectation_window: str = "10m"
+    expectation_for: str = "5m"
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,29 @@ def build_alert_rules(thresholds: AlertThresholds = AlertThresholds()) -> tuple[
                 f"connector). <lake>/_system/cdc_applies has each batch's lag per table; {STATUS} shows the stream."
             ),
             value_format="humanizeDuration",
+        ),
+        AlertRule(
+            name="ExpectationFailureRatioHigh",
+            value=promql.expectation_failure_ratio(t.expectation_window),
+            comparison=">",
+            threshold=t.expectation_failure_ratio,
+            pending=t.expectation_for,
+            severity="warning",
+            summary=(
+                f"{VALUE} of the rows of table {{{{ $labels.table }}}} (stream {{{{ $labels.stream }}}}) fail "
+                "expectation {{ $labels.expectation }}"
+            ),
+            description=(
+                f"Over {t.expectation_window}, more than {format_number(t.expectation_failure_ratio * 100)}% of the "
+                "rows stream {{ $labels.stream }} wrote to table {{ $labels.table }} failed the data-quality rule "
+                "{{ $labels.expectation }}, and have for "
+                f"{t.expectation_for}. <lake>/_system/expectations has each batch's passed and failed rows per rule "
+                "and the Delta version it wrote; a `drop` rule's rows are in <lake>/bronze/quarantine with reason "
+                "`expectation` and their raw payload (the console's Expectations page shows examples). "
+                f"{STATUS} lists the table's failing rules since when. Fix the producer, or the rule if the data "
+                "is right; dropped rows can be replayed from the quarantine."
+            ),
+            value_format="humanizePercentage",
         ),
         AlertRule(
             name="KafkaOffsetsLost",

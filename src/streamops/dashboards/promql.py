@@ -21,6 +21,7 @@ from streamops.monitor.metric_catalog import (
     EVENT_TYPE_LAST_COMMIT,
     EVENT_TYPE_ROWS,
     EVENT_TYPE_SCHEMA_VERSION,
+    EXPECTATION_RECORDS,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
     KAFKA_LOST_OFFSETS,
@@ -320,6 +321,27 @@ def cdc_lag(scope: Scope = UNSCOPED) -> str:
     """Each CDC table's lag: its last batch's silver commit minus the source commit of the newest
     change it applied."""
     return f"max by (stream, table) ({selector(CDC_LAG, scope)})"
+
+
+RULE = "stream, table, expectation"
+"""One rule on one table of one stream: what expectation queries group by."""
+
+
+def _failed(scope: Scope) -> Scope:
+    return Scope(scope.matchers + (("outcome", '="failed"'),))
+
+
+def expectation_failures_per_second(scope: Scope = UNSCOPED) -> str:
+    """Rows per second that failed each data-quality rule, by table and rule."""
+    return f"sum by ({RULE}) (rate({selector(EXPECTATION_RECORDS, _failed(scope))}[{RATE_INTERVAL}]))"
+
+
+def expectation_failure_ratio(window: str, scope: Scope = UNSCOPED) -> str:
+    """Share of a table's rows that failed a rule over `window`, per stream, table and rule (a
+    series born inside the window counts whole; NaN, never alerting, while no row was checked)."""
+    failed = recent_increase(EXPECTATION_RECORDS, window, _failed(scope))
+    checked = recent_increase(EXPECTATION_RECORDS, window, scope)
+    return f"sum by ({RULE}) ({failed}) / sum by ({RULE}) ({checked})"
 
 
 def late_rows_recent(window: str, scope: Scope = UNSCOPED) -> str:

@@ -21,6 +21,7 @@ from streamops.monitor.metric_catalog import (
     BACKLOG_ESTIMATED_SECONDS,
     BACKLOG_SECONDS,
     CDC_LAG,
+    EXPECTATION_RECORDS,
     INPUT_ROWS,
     INPUT_ROWS_PER_SECOND,
     KAFKA_LOST_OFFSETS,
@@ -62,6 +63,10 @@ def status_series(stream: str, status: str, values: str) -> Series:
 
 def warning_series(stream: str, warning: str, values: str) -> Series:
     return series(STREAM_WARNING, values, stream=stream, **{state_label(STREAM_WARNING): warning})
+
+
+def expectation_series(stream: str, table: str, expectation: str, outcome: str, values: str) -> Series:
+    return series(EXPECTATION_RECORDS, values, stream=stream, table=table, expectation=expectation, outcome=outcome)
 
 
 @dataclass(frozen=True)
@@ -333,6 +338,33 @@ CASES: tuple[RuleCase, ...] = (
                     ),
                 ),
             ),
+        ),
+    ),
+    RuleCase(
+        alert="ExpectationFailureRatioHigh",
+        input_series=(
+            # 10% of purchase rows fail price_nonneg for ten minutes, then the stream writes no more
+            expectation_series("silver_shop", "purchase", "price_nonneg", "passed", "0+90x10 900x20"),
+            expectation_series("silver_shop", "purchase", "price_nonneg", "failed", "0+10x10 100x20"),
+            # no row fails has_id: the ratio is 0
+            expectation_series("silver_shop", "purchase", "has_id", "passed", "0+100x30"),
+            expectation_series("silver_shop", "purchase", "has_id", "failed", "0x30"),
+            # 0.5% fail: under the threshold
+            expectation_series("silver_core", "login", "has_id", "passed", "0+199x30"),
+            expectation_series("silver_core", "login", "has_id", "failed", "0+1x30"),
+        ),
+        evaluations=(
+            ("3m", ()),
+            (
+                "15m",
+                (
+                    Firing(
+                        {"stream": "silver_shop", "table": "purchase", "expectation": "price_nonneg"},
+                        "10% of the rows of table purchase (stream silver_shop) fail expectation price_nonneg",
+                    ),
+                ),
+            ),
+            ("25m", ()),
         ),
     ),
     RuleCase(

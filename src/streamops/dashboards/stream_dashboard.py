@@ -1,4 +1,5 @@
-"""The per-stream detail: one stream's rates, batch phases, backlog, freshness and failures."""
+"""The per-stream detail: one stream's rates, batch phases, backlog, freshness, failures and
+data-quality expectations."""
 
 from __future__ import annotations
 
@@ -153,6 +154,30 @@ def build_stream_dashboard() -> models.Dashboard:
                 promql.observed_metrics(ONE_STREAM),
                 "{{observation}} {{metric}}",
                 width=24,
+            )
+        )
+        .with_row(Row("Data-quality expectations"))
+        .with_panel(
+            panels.series_panel(
+                "Rows failing expectations",
+                "Rows per second that failed each data-quality rule, by table and rule, whatever the rule's action "
+                "(warn kept them, drop sent them to the quarantine with reason `expectation`, fail stopped the "
+                "group). Every batch's counts are in `_system/expectations`. Empty for streams without rules.",
+                "rowsps",
+                promql.expectation_failures_per_second(ONE_STREAM),
+                "{{table}} {{expectation}}",
+                width=12,
+            )
+        )
+        .with_panel(
+            panels.series_panel(
+                "Expectation failure ratio",
+                "Share of each table's rows that failed each rule: failed over passed + failed. A rule on "
+                "columns a table does not have yet is not counted.",
+                "percentunit",
+                promql.expectation_failure_ratio(promql.RATE_INTERVAL, ONE_STREAM),
+                "{{table}} {{expectation}}",
+                width=12,
             )
         )
         .with_row(Row("Change data capture"))

@@ -99,6 +99,8 @@ class FleetCollector(Collector):
             add(catalog.CDC_ROWS, [stream, table, change], rows)
         for stream, table, lag in snapshot.cdc_lag:
             add(catalog.CDC_LAG, [stream, table], lag)
+        for stream, table, expectation, outcome, rows in snapshot.expectation_rows:
+            add(catalog.EXPECTATION_RECORDS, [stream, table, expectation, outcome], rows)
         add(catalog.MONITOR_EVENTS_DROPPED, [], snapshot.dropped_events)
         add(catalog.MONITOR_PROGRESS_LOG_FAILURES, [], snapshot.progress_log_failures)
         add(catalog.MONITOR_WORKER_CPU, [], self._worker_cpu_seconds())

@@ -135,6 +135,8 @@ class FleetSnapshot:
     cdc_rows: tuple[tuple[str, str, str, int], ...] = ()
     """(stream, table, change, rows): change is inserted, updated, deleted or ignored."""
     cdc_lag: tuple[tuple[str, str, float], ...] = ()
+    expectation_rows: tuple[tuple[str, str, str, str, int], ...] = ()
+    """(stream, table, expectation, outcome, rows): outcome is passed or failed."""
 
 
 @dataclass
@@ -145,6 +147,7 @@ class _Counters:
     kafka_lost: dict[tuple[str, str, int], int] = field(default_factory=dict)
     cdc_rows: dict[tuple[str, str, str], int] = field(default_factory=dict)
     cdc_lag: dict[tuple[str, str], float] = field(default_factory=dict)
+    expectation_rows: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
 
 
 class Fleet:
@@ -269,6 +272,13 @@ class Fleet:
             if apply.lag_seconds is not None:
                 self._counters.cdc_lag[(apply.stream, apply.table)] = apply.lag_seconds
 
+    def record_expectation(self, stream: str, table: str, expectation: str, passed: int, failed: int) -> None:
+        with self._lock:
+            rows = self._counters.expectation_rows
+            for outcome, count in (("passed", passed), ("failed", failed)):
+                key = (stream, table, expectation, outcome)
+                rows[key] = rows.get(key, 0) + count
+
     def record_schema_alert(self, event_type: str) -> None:
         with self._lock:
             alerts = self._counters.schema_alerts
@@ -305,8 +315,18 @@ class Fleet:
             failures = self._counters.progress_log_failures
             cdc_rows = tuple((s, t, c, n) for (s, t, c), n in self._counters.cdc_rows.items())
             cdc_lag = tuple((s, t, lag) for (s, t), lag in self._counters.cdc_lag.items())
+            expectation_rows = tuple((s, t, e, o, n) for (s, t, e, o), n in self._counters.expectation_rows.items())
         return FleetSnapshot(
-            streams, event_types, quarantined, alerts, dropped_events, failures, kafka_lost, cdc_rows, cdc_lag
+            streams,
+            event_types,
+            quarantined,
+            alerts,
+            dropped_events,
+            failures,
+            kafka_lost,
+            cdc_rows,
+            cdc_lag,
+            expectation_rows,
         )
 
     def _view(self, state: _StreamState) -> StreamView:

@@ -288,6 +288,15 @@ CDC_ROWS = MetricSpec(
     "the changes that changed nothing (superseded in their batch, older than the table's state, replayed)",
     STREAM + ("table", "change"),
 )
+EXPECTATION_OUTCOMES: tuple[str, ...] = ("passed", "failed")
+"""Label `outcome` of EXPECTATION_RECORDS."""
+EXPECTATION_RECORDS = MetricSpec(
+    "streamops_expectation_records_total",
+    "counter",
+    "Data-quality expectations: rows of a table that passed and failed each rule (whatever its action: "
+    "warn kept them, drop quarantined them, fail stopped the group); every batch is in _system/expectations",
+    STREAM + ("table", "expectation", "outcome"),
+)
 CDC_LAG = MetricSpec(
     "streamops_cdc_lag_seconds",
     "gauge",
@@ -369,6 +378,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     KAFKA_LOST_OFFSETS,
     CDC_ROWS,
     CDC_LAG,
+    EXPECTATION_RECORDS,
     SCHEMA_ALERTS,
     STREAM_FAILURES,
     MONITOR_EVENTS_DROPPED,

@@ -198,6 +198,10 @@ class StreamMonitor:
         """One batch's MERGE into one CDC table: rows inserted, updated, deleted, and its lag."""
         self._fleet.record_cdc_apply(apply)
 
+    def record_expectation(self, stream: str, table: str, expectation: str, passed: int, failed: int) -> None:
+        """One batch's rows of `table` that passed and failed the data-quality rule `expectation`."""
+        self._fleet.record_expectation(stream, table, expectation, passed, failed)
+
     def record_kafka_data_loss(self, stream: str, topic: str, partition: int, offsets: int) -> None:
         """`offsets` of a Kafka partition `stream` skipped because retention deleted them."""
         self._fleet.record_kafka_data_loss(stream, topic, partition, offsets)

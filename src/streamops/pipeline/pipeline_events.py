@@ -1,6 +1,7 @@
 """What the pipeline tells the monitor: which table each stream reads, and after each commit
-its event-time freshness, quarantine counts, per-event-type commits, schema alerts and, for CDC
-tables, the rows each batch inserted, updated and deleted and its lag.
+its event-time freshness, quarantine counts, per-event-type commits, schema alerts, the rows that
+passed and failed each data-quality expectation and, for CDC tables, the rows each batch
+inserted, updated and deleted and its lag.
 
 The batch results and the `PipelineEvents` protocol live here, below the streams that produce
 them and the supervisor that wires them, so the streams never import each other. The monitor
@@ -161,6 +162,7 @@ class MonitorEvents:
             self.monitor.record_quarantine(stream, "incompatible_type", result.quarantined)
         for alert in result.alerts:
             self.monitor.record_schema_alert(alert.event_type)
+        self._record_expectations(stream, result.expectations)
 
     def cdc_applied(self, result: CdcBatchResult) -> None:
         stream = silver_stream(result.group)
@@ -184,3 +186,11 @@ class MonitorEvents:
             self.monitor.record_quarantine(stream, reason, rows)
         for alert in result.alerts:
             self.monitor.record_schema_alert(alert.event_type)
+        self._record_expectations(stream, result.expectations)
+
+    def _record_expectations(self, stream: str, counts: tuple[ExpectationCount, ...]) -> None:
+        """A rule on columns the table does not have yet counted nothing: it gets no series, so
+        it cannot read as a rule every row passed."""
+        for count in counts:
+            if count.applicable:
+                self.monitor.record_expectation(stream, count.table, count.expectation, count.passed, count.failed)
