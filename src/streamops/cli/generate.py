@@ -17,10 +17,12 @@ from streamops.pipeline.generator.landing_writer import MANIFEST_NAME, LandingFi
 from streamops.pipeline.generator.line_target import LineTarget
 from streamops.pipeline.generator.run import Progress, generate
 from streamops.pipeline.generator.settings import DEFAULT_EVENTS_PER_FILE, GeneratorSettings
+from streamops.pipeline.generator.violations import RULES_FILE_NAME, VIOLATION_RULES
 
 EXAMPLES = """examples:
   streamops generate --out landing --events 100000 --event-types 300 --json
   streamops generate --out landing --events 480000 --rate 8000 --drift 0.2 --bad 0.01
+  streamops generate --out landing --events 20000 --event-types 10 --violations 0.02
   streamops generate --out run1 --events 100000 --kafka-bootstrap 127.0.0.1:9092 --topic events --partitions 4
 """
 
@@ -47,6 +49,16 @@ def register(subcommands: Subcommands) -> None:
     parser.add_argument("--drift", type=float, default=0.1, help="fraction of event types that drift (default 0.1)")
     parser.add_argument(
         "--bad", type=float, default=0.001, help="fraction of lines that are bad records (default 0.001)"
+    )
+    parser.add_argument(
+        "--violations",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help=(
+            "fraction of lines that are events breaking data-quality rules on purpose (default 0); "
+            f"the rules go to DIR/{RULES_FILE_NAME} for `streamops run --expectations`"
+        ),
     )
     parser.add_argument(
         "--rate", type=float, default=None, help="sustain this many events/s (default: as fast as possible)"
@@ -94,6 +106,7 @@ def handle(args: argparse.Namespace) -> int:
         titles=args.titles,
         drift=args.drift,
         bad=args.bad,
+        violations=args.violations,
         rate=args.rate,
         seed=args.seed,
         events_per_file=args.events_per_file,
@@ -153,7 +166,20 @@ def _summary(manifest: dict[str, Any], out: Path, where: str) -> str:
             format_table(("drift", "types", "examples"), rows),
             "",
             format_table(("bad record", "lines"), bad_rows),
+            *_violation_lines(manifest, out),
             "",
             f"ground truth: {out / MANIFEST_NAME}",
         ]
     )
+
+
+def _violation_lines(manifest: dict[str, Any], out: Path) -> list[str]:
+    if manifest["expectations_file"] is None:
+        return []
+    failed = [sum(rules[rule.name] for rules in manifest["violations"].values()) for rule in VIOLATION_RULES]
+    rows = [(rule.name, rule.action, count) for rule, count in zip(VIOLATION_RULES, failed)]
+    return [
+        "",
+        format_table(("rule", "action", "rows failing"), rows),
+        f"rules: {out / manifest['expectations_file']}",
+    ]

@@ -1,4 +1,5 @@
-"""The run's lines in order: valid events, drift as planned, bad records where planned.
+"""The run's lines in order: valid events, drift as planned, bad records and rule violations
+where planned.
 
 Everything random comes from generators seeded with `--seed` and a purpose, so the lines of a
 run depend only on its settings (and, under `--rate`, on the wall clock for `event_time`).
@@ -11,7 +12,7 @@ import hashlib
 import random
 from bisect import bisect
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Callable
 
@@ -23,6 +24,7 @@ from streamops.pipeline.generator.event_catalog import EventTypeSpec, build_cata
 from streamops.pipeline.generator.event_clock import SyntheticClock, WallClock
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.generator.value_builder import EventBuilder, compile_builder
+from streamops.pipeline.generator.violations import ViolationKind, break_rules, nulls_player_id, plan_violations
 from streamops.pipeline.records.record_rules import EVENT_ID_FIELD, EVENT_TIME_FIELD, EVENT_TYPE_FIELD
 
 TITLE_FIELD = "title_id"
@@ -32,13 +34,31 @@ HEADER_PATHS = tuple(f"{name}:string" for name in HEADER_FIELDS)
 
 
 @dataclass
+class ShapeTally:
+    """How many events of one variation were produced, and the line of the first."""
+
+    events: int = 0
+    first_ordinal: int | None = None
+
+    def count(self, ordinal: int) -> None:
+        self.events += 1
+        if self.first_ordinal is None:
+            self.first_ordinal = ordinal
+
+
+@dataclass
 class StageTally:
-    """How many events one stage of one type produced, and the line of the first."""
+    """The events of one stage of one type: those of its shape, and those whose `player.id` a
+    violation made null (another variation)."""
 
     stage: Stage
     build: EventBuilder
-    events: int = 0
-    first_ordinal: int | None = None
+    whole: ShapeTally = field(default_factory=ShapeTally)
+    without_player_id: ShapeTally = field(default_factory=ShapeTally)
+
+    @property
+    def events(self) -> int:
+        return self.whole.events + self.without_player_id.events
 
 
 @dataclass
@@ -73,6 +93,11 @@ class EventStream:
             self.total, settings.bad, random.Random(f"{seed}:bad-plan")
         )
         self.bad_counts: Counter[BadKind] = Counter()
+        self.violation_plan: dict[int, ViolationKind] = plan_violations(
+            self.total, settings.violations, set(self.bad_plan), random.Random(f"{seed}:violation-plan")
+        )
+        self.violation_counts: Counter[tuple[str, ViolationKind]] = Counter()
+        """(event type, kind) -> events that broke the kind's rules."""
         self._bad_rng = random.Random(f"{seed}:bad")
         self._pick = random.Random(f"{seed}:pick").random
         values = random.Random(f"{seed}:values")
@@ -109,7 +134,8 @@ class EventStream:
         """The next `count` lines of the run (without newlines), all destined for `file_name`."""
         stop = min(self._next + count, self.total)
         out: list[bytes] = []
-        append, dumps, bad_plan = out.append, orjson.dumps, self.bad_plan
+        append, dumps, bad_plan, violation_plan = out.append, orjson.dumps, self.bad_plan, self.violation_plan
+        clean_ids: dict[str, str] = {}  # per type, its latest clean event in this file: what a repeated id repeats
         for ordinal in range(self._next, stop):
             if self._change_points and ordinal == self._change_points[0]:
                 self._apply_changes(self._change_points.pop(0))
@@ -121,12 +147,19 @@ class EventStream:
                 continue
             tally = self._due.popleft() if self._due else self._pick_active()
             stage = tally.stages[tally.current]
-            append(dumps(self._event(ordinal, tally)))
-            stage.events += 1
-            if stage.first_ordinal is None:
-                stage.first_ordinal = ordinal
-                if tally.first_file is None:
-                    tally.first_file = file_name
+            event = self._event(ordinal, tally)
+            name = tally.spec.name
+            violation = violation_plan.get(ordinal)
+            if violation is not None and break_rules(violation, event, clean_ids.get(name)):
+                self.violation_counts[(name, violation)] += 1
+                shape = stage.without_player_id if nulls_player_id(violation) else stage.whole
+            else:
+                clean_ids[name] = event[EVENT_ID_FIELD]
+                shape = stage.whole
+            append(dumps(event))
+            shape.count(ordinal)
+            if tally.first_file is None:
+                tally.first_file = file_name
         self._next = stop
         return out
 

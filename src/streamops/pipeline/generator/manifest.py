@@ -15,6 +15,13 @@ from streamops.pipeline.generator.bad_records import BAD_KINDS, QUARANTINE_REASO
 from streamops.pipeline.generator.drift_plan import DRIFT_KINDS
 from streamops.pipeline.generator.event_stream import HEADER_PATHS, EventStream, TypeTally
 from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.violations import (
+    BROKEN_RULES,
+    NULLED_PATH,
+    RULES_FILE_NAME,
+    VIOLATION_KINDS,
+    VIOLATION_RULES,
+)
 
 MANIFEST_VERSION = 1
 RESCUED_STAGES = ("numeric_widening", "incompatible_type")
@@ -50,6 +57,7 @@ def build_manifest(settings: GeneratorSettings, stream: EventStream, files: list
             "titles": settings.titles,
             "drift": settings.drift,
             "bad": settings.bad,
+            "violations": settings.violations,
             "rate": settings.rate,
             "events_per_file": settings.lines_per_file,
             "start_time": settings.start_time.isoformat(),
@@ -67,6 +75,29 @@ def build_manifest(settings: GeneratorSettings, stream: EventStream, files: list
         "drift": drift,
         "bad": bad,
         "expected_quarantine": expected_quarantine,
+        **_violations(settings, stream, event_types),
+    }
+
+
+def _violations(settings: GeneratorSettings, stream: EventStream, event_types: dict[str, Any]) -> dict[str, Any]:
+    """What the violations add: per kind, per table and rule (every rule of every table, zeros
+    included, when there are rules), and per table the rows a `drop` rule removes from silver."""
+    kinds = {kind: sum(n for (_, k), n in stream.violation_counts.items() if k == kind) for kind in VIOLATION_KINDS}
+    if not settings.violations:
+        return {"violation_kinds": kinds, "violations": {}, "violations_dropped": {}, "expectations_file": None}
+    drop_rules = {rule.name for rule in VIOLATION_RULES if rule.action == "drop"}
+    failed = {table: {rule.name: 0 for rule in VIOLATION_RULES} for table in event_types}
+    dropped = dict.fromkeys(event_types, 0)
+    for (table, kind), count in stream.violation_counts.items():
+        for rule in BROKEN_RULES[kind]:
+            failed[table][rule] += count
+        if drop_rules.intersection(BROKEN_RULES[kind]):
+            dropped[table] += count
+    return {
+        "violation_kinds": kinds,
+        "violations": failed,
+        "violations_dropped": dropped,
+        "expectations_file": RULES_FILE_NAME,
     }
 
 
@@ -75,17 +106,26 @@ def _type_entry(tally: TypeTally) -> dict[str, Any]:
     variations = []
     for stage_tally in emitted:
         stage, step = stage_tally.stage, stage_tally.stage.step
-        variations.append(
-            {
-                "stage": stage.name,
-                "first_event_ordinal": stage_tally.first_ordinal,
-                "events": stage_tally.events,
-                "paths": sorted([*HEADER_PATHS, *paths(stage.schema)]),
-                "change": None
-                if step is None
-                else {"kind": step.kind, "path": step.path, "at_ordinal": step.at_ordinal},
-            }
-        )
+        whole = sorted([*HEADER_PATHS, *paths(stage.schema)])
+        for shape, shape_paths, nulled in (
+            (stage_tally.whole, whole, None),
+            (stage_tally.without_player_id, [p for p in whole if p != NULLED_PATH], NULLED_PATH.split(":")[0]),
+        ):
+            if not shape.events:
+                continue
+            variations.append(
+                {
+                    "stage": stage.name,
+                    "nulled": nulled,
+                    "first_event_ordinal": shape.first_ordinal,
+                    "events": shape.events,
+                    "paths": shape_paths,
+                    "change": None
+                    if step is None
+                    else {"kind": step.kind, "path": step.path, "at_ordinal": step.at_ordinal},
+                }
+            )
+    variations.sort(key=lambda variation: variation["first_event_ordinal"])
     return {
         "events": sum(s.events for s in emitted),
         "first_file": tally.first_file,

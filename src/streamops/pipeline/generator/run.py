@@ -15,6 +15,7 @@ from streamops.pipeline.generator.landing_writer import (
 )
 from streamops.pipeline.generator.manifest import WrittenFile, build_manifest, manifest_json
 from streamops.pipeline.generator.settings import GeneratorSettings
+from streamops.pipeline.generator.violations import RULES_FILE_NAME, rules_yaml
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class Progress:
 
 def generate(settings: GeneratorSettings, on_file: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     """Write the run's files to `settings.target` (files under `settings.out` by default) and
-    return its manifest (also `_manifest.json` in `settings.out`)."""
+    return its manifest (also `_manifest.json` in `settings.out`, written last; with violations,
+    their rules file first)."""
     prepare_landing_dir(settings.out)
     writer = settings.target.open(settings.out)
     stream = EventStream(settings)
@@ -47,5 +49,7 @@ def generate(settings: GeneratorSettings, on_file: Callable[[Progress], None] | 
         if on_file is not None:
             on_file(Progress(files[-1], done, settings.events, pacer.elapsed(), behind))
     manifest = build_manifest(settings, stream, files)
+    if settings.violations:
+        write_atomically(settings.out / RULES_FILE_NAME, rules_yaml().encode())
     write_atomically(settings.out / MANIFEST_NAME, manifest_json(manifest).encode())
     return manifest

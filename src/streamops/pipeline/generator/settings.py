@@ -28,6 +28,9 @@ class GeneratorSettings:
     titles: int = 400
     drift: float = 0.1
     bad: float = 0.001
+    violations: float = 0.0
+    """Fraction of the lines that are valid events breaking data-quality rules on purpose
+    (generator/violations.py); their rules file is written beside the manifest."""
     rate: float | None = None
     seed: int = 1
     events_per_file: int | None = None
@@ -44,7 +47,7 @@ class GeneratorSettings:
             raise PipelineConfigError(f"--event-types must be between 1 and {MAX_EVENT_TYPES}, got {self.event_types}")
         if self.titles < 1:
             raise PipelineConfigError(f"--titles must be at least 1, got {self.titles}")
-        for name, value in (("--drift", self.drift), ("--bad", self.bad)):
+        for name, value in (("--drift", self.drift), ("--bad", self.bad), ("--violations", self.violations)):
             if not 0.0 <= value <= 1.0:
                 raise PipelineConfigError(f"{name} is a fraction between 0 and 1, got {value}")
         if self.rate is not None and not self.rate > 0:
