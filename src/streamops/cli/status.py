@@ -13,14 +13,16 @@ from streamops.core.plain_text import format_table, human_bytes, human_seconds
 from streamops.monitor.status_severity import SEVERITY
 
 if TYPE_CHECKING:
+    from streamops.monitor.expectation_status import RuleStatus
     from streamops.monitor.fleet_status import StreamStatusRow
 
 STATUS_EPILOG = f"""examples:
   streamops status --lake lake
   streamops status --lake lake --json | jq '.streams[] | select(.status != "ok")'
 
-Works with the pipeline stopped: it reads <lake>/_system/query_progress and the source tables'
-Delta logs. The lake may be a local path or a URI (s3://, gs://, az://, abfss://); credentials
+Works with the pipeline stopped: it reads <lake>/_system/query_progress, the source tables'
+Delta logs and <lake>/_system/expectations (the data-quality rules failing in each table's last
+batches, listed after the streams: a failing rule does not change a stream's status). The lake may be a local path or a URI (s3://, gs://, az://, abfss://); credentials
 come from each cloud's standard environment (docs: Object storage).
 Streams are listed worst first ({", ".join(SEVERITY)}).
 """
@@ -44,11 +46,13 @@ def register(subcommands: Subcommands) -> None:
 
 def _status(args: argparse.Namespace) -> int:
     from streamops.core.lake_layout import LakeLayout
+    from streamops.monitor.expectation_status import failing_rules
     from streamops.monitor.fleet_status import fleet_status
 
     lake = LakeLayout.at(args.lake).require()
     now = time.time()
     rows = fleet_status(lake, now=now)
+    failing = failing_rules(lake)
     counts = Counter(row.status for row in rows)
     if args.json:
         print_json(
@@ -57,6 +61,7 @@ def _status(args: argparse.Namespace) -> int:
                 "generated_at": datetime.fromtimestamp(now, tz=timezone.utc).isoformat().replace("+00:00", "Z"),
                 "counts": dict(sorted(counts.items())),
                 "streams": [row.to_json() for row in rows],
+                "failing_expectations": [rule.to_json() for rule in failing],
             }
         )
         return 0
@@ -84,7 +89,44 @@ def _status(args: argparse.Namespace) -> int:
     connectors = sorted({row.delta_connector for row in rows if row.delta_connector})
     if connectors:
         print(f"Delta connector: {', '.join(connectors)}")
+    if failing:
+        _print_failing_rules(failing, now)
     return 0
+
+
+def _print_failing_rules(failing: list[RuleStatus], now: float) -> None:
+    """One line per rule that failed rows in its table's last batches: how many, and since when."""
+    from streamops.monitor.expectation_status import RECENT_BATCHES
+
+    tables = {rule.table for rule in failing}
+    print(
+        f"\n{_count(len(failing), 'expectation')} failing on {_count(len(tables), 'table')} "
+        f"(rows that failed in each table's last {RECENT_BATCHES} batches):"
+    )
+    print(
+        format_table(
+            ("TABLE", "RULE", "ACTION", "FAILED", "PASSED", "BATCHES FAILING", "SINCE", "STREAM"),
+            [
+                (
+                    rule.table,
+                    rule.expectation,
+                    rule.action,
+                    f"{rule.failed:,}",
+                    f"{rule.passed:,}",
+                    f"{rule.failing_batches} of {rule.recent_batches}",
+                    _since(rule, now),
+                    rule.stream,
+                )
+                for rule in failing
+            ],
+        )
+    )
+
+
+def _since(rule: RuleStatus, now: float) -> str:
+    since = rule.failing_since or now
+    moment = datetime.fromtimestamp(since, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"batch {rule.failing_since_batch_id}, {moment} ({human_seconds(now - since)} ago)"
 
 
 def _last_batch(batch_id: int | None, at: float | None, now: float) -> str:

@@ -118,8 +118,8 @@ class StreamStatusRow:
             "run_id": self.run_id,
             "delta_connector": self.delta_connector,
             "last_batch_id": self.last_batch_id,
-            "last_batch_at": _iso(self.last_batch_at),
-            "last_event_at": _iso(self.last_event_at),
+            "last_batch_at": iso_utc(self.last_batch_at),
+            "last_event_at": iso_utc(self.last_event_at),
             "backlog": None
             if self.backlog is None
             else {
@@ -329,7 +329,9 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _iso(epoch: float | None) -> str | None:
+def iso_utc(epoch: float | None) -> str | None:
+    """Unix seconds as ISO-8601 UTC to the millisecond (`2026-11-22T06:26:06.123Z`): every time
+    `streamops status --json` prints."""
     if epoch is None:
         return None
     return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
