@@ -35,6 +35,7 @@ URLS = {
     "stream_view.py": "/stream",
     "schema_view.py": "/schemas",
     "quarantine_view.py": "/quarantine",
+    "expectations_view.py": "/expectations",
     "groups_view.py": "/groups",
     "cdc_view.py": "/cdc",
 }
@@ -78,6 +79,7 @@ def pages(lake: LakeLayout) -> list[tuple[str, dict[str, str]]]:
         *[("stream_view.py", {"stream": stream}) for stream in streams],
         ("schema_view.py", {}),
         ("quarantine_view.py", {}),
+        ("expectations_view.py", {}),
         ("groups_view.py", {}),
         ("cdc_view.py", {}),
     ]

@@ -16,6 +16,7 @@ PAGES = (
     ("stream_view.py", "Stream", "stream", ":material/timeline:"),
     ("schema_view.py", "Schemas", "schemas", ":material/schema:"),
     ("quarantine_view.py", "Quarantine", "quarantine", ":material/block:"),
+    ("expectations_view.py", "Expectations", "expectations", ":material/rule:"),
     ("groups_view.py", "Event groups", "groups", ":material/account_tree:"),
     ("cdc_view.py", "Change data capture", "cdc", ":material/sync_alt:"),
 )

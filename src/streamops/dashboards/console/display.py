@@ -74,6 +74,13 @@ def decimal(value: float | None, digits: int = 0, unit: str = "") -> str:
     return f"{float(value):,.{digits}f}" + (f" {unit}" if unit else "")  # type: ignore[arg-type]
 
 
+def preview(value: object, chars: int = 160) -> str | None:
+    """The start of a long text (a raw record) for a table cell; the page shows it whole elsewhere."""
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= chars else value[:chars] + "…"
+
+
 def utc_time(value: object) -> str:
     """A moment (Unix seconds, a datetime or a pandas Timestamp) as `2026-11-27 20:57:03 UTC`;
     a naive datetime is taken as UTC, which is what the lake stores."""

@@ -28,6 +28,7 @@ from streamops.core.lake_layout import LakeLayout, is_valid_event_type
 from streamops.core.storage.location import Location
 from streamops.dashboards.console import LAKE_ENV
 from streamops.dashboards.exceptions import ConsoleError
+from streamops.monitor.expectation_status import rule_statuses
 from streamops.monitor.fleet_status import StreamStatusRow, fleet_status
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import COLUMN, PHASE_COLUMNS
@@ -250,6 +251,34 @@ def quarantine_rows(root: str, reason: str) -> pd.DataFrame | None:
         if frame is None
         else frame.sort_values("ingest_time", ascending=False, kind="stable").reset_index(drop=True)
     )
+
+
+EXPECTATION_REASON = "expectation"
+"""The quarantine reason of rows a `drop` rule removed; their `detail` names the rules they failed."""
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def expectation_rules(root: str) -> pd.DataFrame | None:
+    """Every rule of every table from `_system/expectations` (what `streamops status` judges),
+    failing ones first; None when no run had rules."""
+    statuses = rule_statuses(LakeLayout.at(root))
+    if not statuses:
+        return None
+    frame = pd.DataFrame([{**vars(status), "failing": status.failing} for status in statuses])
+    for column in ("failing_since", "last_committed_at"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    frame["failing_since_batch_id"] = frame["failing_since_batch_id"].astype("Int64")
+    return frame
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def expectation_examples(root: str, table: str, rows: int) -> pd.DataFrame | None:
+    """The newest `rows` rows `drop` rules sent from `table` to the quarantine."""
+    filters = [("reason", "=", EXPECTATION_REASON), ("event_type", "=", table)]
+    frame = _read(LakeLayout.at(root).bronze_quarantine, columns=QUARANTINE_COLUMNS, filters=filters)
+    if frame is None:
+        return None
+    return frame.sort_values("ingest_time", ascending=False, kind="stable").head(rows).reset_index(drop=True)
 
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)

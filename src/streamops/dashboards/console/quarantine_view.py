@@ -16,7 +16,6 @@ from streamops.dashboards.console.fleet_table import page_count, page_of
 from streamops.dashboards.console.page_shell import open_lake, plain
 
 PAGE_SIZE = 50
-PREVIEW_CHARS = 160
 FULL_TEXT_CHARS = 20_000
 WHAT_TO_DO = {
     "incompatible_type": "A field changed to a type the silver table cannot hold: see the Schemas view "
@@ -38,6 +37,8 @@ WHAT_TO_DO = {
     "cdc_missing_key": "No key for its table: declare it with --cdc-keys.",
     "cdc_missing_position": "No source position to order the change by: check the connector's settings.",
     "cdc_missing_sequence": "No usable value of the table's --cdc-sequence column.",
+    "expectation": "A `drop` data-quality rule refused the row; the detail names every rule it failed. The "
+    "Expectations view shows each table's failing rules: fix the producer, or the rule, then replay the payload.",
 }
 # The records table's columns; stream, reason and file of the chosen record are written below it.
 RECORD_COLUMNS = ["ingest_time", "batch_id", "event_type", "detail", "raw_text"]
@@ -65,7 +66,7 @@ def render(lake: LakeLayout) -> None:
     pages = page_count(len(records), PAGE_SIZE)
     page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} records each)", 1, pages, 1, key="quarantine_page")
     window = page_of(records, int(page), PAGE_SIZE).reset_index(drop=True)
-    preview = window.drop(columns=["raw_text"]).assign(raw_text=window["raw_text"].map(_preview))
+    preview = window.drop(columns=["raw_text"]).assign(raw_text=window["raw_text"].map(display.preview))
     selection = show_table(
         preview,
         hide_index=True,
@@ -94,12 +95,6 @@ def render(lake: LakeLayout) -> None:
     if len(text) > FULL_TEXT_CHARS:
         st.caption(f"first {FULL_TEXT_CHARS:,} of {len(text):,} characters")
     st.code(text[:FULL_TEXT_CHARS] or "(empty)", language=None, wrap_lines=True)
-
-
-def _preview(text: object) -> str | None:
-    if not isinstance(text, str):
-        return None
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
 
 if __name__ == "__main__":
