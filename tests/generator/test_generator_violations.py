@@ -9,12 +9,12 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
 import pytest
-import yaml
 from landing_oracle import GeneratedRun, read_lines
 
 from streamops.cli import main
 from streamops.pipeline.exceptions import PipelineConfigError
-from streamops.pipeline.expectations.rules import Expectation
+from streamops.pipeline.expectations.rules import ExpectationSet
+from streamops.pipeline.expectations.rules_file import load_expectations
 from streamops.pipeline.generator.landing_writer import MANIFEST_NAME
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
@@ -131,9 +131,7 @@ def test_bronze_sees_the_null_player_id_variations_the_manifest_lists(violated):
 
 def test_the_rules_file_holds_the_rules_the_manifest_counts(violated):
     assert violated.manifest["expectations_file"] == RULES_FILE_NAME
-    document = yaml.safe_load((violated.out / RULES_FILE_NAME).read_text())
-    assert set(document) == {"default"}
-    assert tuple(Expectation(**rule) for rule in document["default"]) == VIOLATION_RULES
+    assert load_expectations(violated.out / RULES_FILE_NAME) == ExpectationSet(default=VIOLATION_RULES)
     assert {rule.action for rule in VIOLATION_RULES} == {"warn", "drop"}
 
 
