@@ -2,7 +2,8 @@
 pipeline writes them with, for the readers that show them (status, console) without Spark.
 
 `counts(table, stream, rule, action, per_batch)` lists one row per batch; `per_batch` holds
-(passed, failed) per batch, the first batch committed at `START`, one a minute after."""
+(passed, failed) per batch, the first batch committed at `START` (an hour before the test
+session began, so the readers' look-back covers it), one a minute after."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.expectations.counts_table import EXPECTATIONS_SCHEMA
 from streamops.pipeline.lake_tables import QUARANTINE_SCHEMA
 
-START = datetime(2026, 11, 28, 3, 0, tzinfo=timezone.utc)
+START = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=1)
 BATCH_EVERY = timedelta(minutes=1)
 
 
@@ -23,8 +24,20 @@ def batch_time(batch_id: int) -> datetime:
     return START + batch_id * BATCH_EVERY
 
 
+def utc_text(moment: datetime) -> str:
+    """How the console and `streamops status` write a time."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def counts(
-    table: str, stream: str, rule: str, action: str, per_batch: list[tuple[int, int]], applicable: bool = True
+    table: str,
+    stream: str,
+    rule: str,
+    action: str,
+    per_batch: list[tuple[int, int]],
+    applicable: bool = True,
+    first_at: datetime = START,
+    every: timedelta = BATCH_EVERY,
 ) -> list[dict]:
     return [
         {
@@ -37,7 +50,7 @@ def counts(
             "passed": passed,
             "failed": failed,
             "applicable": applicable,
-            "committed_at": batch_time(batch_id),
+            "committed_at": first_at + batch_id * every,
         }
         for batch_id, (passed, failed) in enumerate(per_batch)
     ]

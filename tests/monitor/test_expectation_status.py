@@ -4,13 +4,14 @@ delta-rs in the pipeline's schema; and how `streamops status` shows them beside 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
-from expectation_counts import batch_time, counts, write_counts
+from expectation_counts import batch_time, counts, utc_text, write_counts
 from monitor_fixtures import recorded_sequence
 
 from streamops.cli import main
 from streamops.core.lake_layout import LakeLayout
-from streamops.monitor.expectation_status import RECENT_BATCHES, failing_rules, rule_statuses
+from streamops.monitor.expectation_status import LOOKBACK, RECENT_BATCHES, failing_rules, rule_statuses
 from streamops.monitor.fleet_status import fleet_status
 from streamops.monitor.progress_log import ProgressLog
 from streamops.monitor.progress_record import row_of
@@ -69,6 +70,32 @@ def test_a_rule_fails_while_its_tables_last_batches_failed_rows_since_its_failur
     assert not statuses[("login", "price_nonneg")].failing
 
 
+def test_only_the_look_back_is_read_and_a_failure_older_than_it_begins_at_its_edge(tmp_path):
+    lake = LakeLayout.at(tmp_path / "lake")
+    two_days_ago = batch_time(0) - timedelta(days=2)
+    write_counts(
+        lake,
+        counts("archive", "silver_old", "has_id", "warn", [BAD] * 3, first_at=two_days_ago)
+        # fails every batch for 30 hours, a batch an hour
+        + counts(
+            "purchase",
+            "silver_shop",
+            "price_nonneg",
+            "drop",
+            [BAD] * 30,
+            first_at=two_days_ago + timedelta(hours=20),
+            every=timedelta(hours=1),
+        ),
+    )
+    now = (two_days_ago + timedelta(hours=50)).timestamp()
+    assert [(s.table, s.expectation) for s in rule_statuses(lake, now=now)] == [("purchase", "price_nonneg")]
+    (price,) = failing_rules(lake, now=now)
+    assert price.failing_since_batch_id == 6, "the first batch within the day before `now`"
+    assert price.failing_since == now - LOOKBACK.total_seconds()
+    assert price.total_failed == 24 * 5
+    assert failing_rules(lake, now=now + 2 * LOOKBACK.total_seconds()) == []
+
+
 def test_a_lake_without_rules_has_no_rule_status(tmp_path):
     assert rule_statuses(LakeLayout.at(tmp_path)) == []
 
@@ -96,7 +123,8 @@ def test_status_lists_failing_rules_after_the_streams_without_changing_their_sta
     rules = {(r["table"], r["expectation"]): r for r in report["failing_expectations"]}
     assert list(rules) == [("checkout", "amount_set"), ("purchase", "price_nonneg")]
     price = rules[("purchase", "price_nonneg")]
-    assert price["failing_since"] == "2026-11-28T03:03:00.000Z" and price["failing_since_batch_id"] == 3
+    assert price["failing_since"] == batch_time(3).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    assert price["failing_since_batch_id"] == 3
     assert (price["failed"], price["failing_batches"], price["recent_batches"], price["action"]) == (40, 8, 10, "drop")
 
     assert main(["status", "--lake", str(lake.root)]) == 0
@@ -106,6 +134,6 @@ def test_status_lists_failing_rules_after_the_streams_without_changing_their_sta
     lines = {line.split()[1]: line for line in section.splitlines()[3:]}
     assert set(lines) == {"amount_set", "price_nonneg"}
     assert lines["price_nonneg"].split()[:6] == ["purchase", "price_nonneg", "drop", "40", "960", "8"]
-    assert "batch 3, 2026-11-28 03:03:00 UTC" in lines["price_nonneg"]
+    assert f"batch 3, {utc_text(batch_time(3))}" in lines["price_nonneg"]
     assert main(["status", "--lake", str(plain.root)]) == 0
     assert "expectation" not in capsys.readouterr().out

@@ -52,7 +52,7 @@ def _status(args: argparse.Namespace) -> int:
     lake = LakeLayout.at(args.lake).require()
     now = time.time()
     rows = fleet_status(lake, now=now)
-    failing = failing_rules(lake)
+    failing = failing_rules(lake, now)
     counts = Counter(row.status for row in rows)
     if args.json:
         print_json(
@@ -96,12 +96,13 @@ def _status(args: argparse.Namespace) -> int:
 
 def _print_failing_rules(failing: list[RuleStatus], now: float) -> None:
     """One line per rule that failed rows in its table's last batches: how many, and since when."""
-    from streamops.monitor.expectation_status import RECENT_BATCHES
+    from streamops.monitor.expectation_status import LOOKBACK, RECENT_BATCHES
 
     tables = {rule.table for rule in failing}
     print(
         f"\n{_count(len(failing), 'expectation')} failing on {_count(len(tables), 'table')} "
-        f"(rows that failed in each table's last {RECENT_BATCHES} batches):"
+        f"(rows that failed in each table's last {RECENT_BATCHES} batches, "
+        f"of the last {human_seconds(LOOKBACK.total_seconds())}):"
     )
     print(
         format_table(
@@ -124,7 +125,7 @@ def _print_failing_rules(failing: list[RuleStatus], now: float) -> None:
 
 
 def _since(rule: RuleStatus, now: float) -> str:
-    since = rule.failing_since or now
+    since = rule.failing_since if rule.failing_since is not None else rule.last_committed_at
     moment = datetime.fromtimestamp(since, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"batch {rule.failing_since_batch_id}, {moment} ({human_seconds(now - since)} ago)"
 

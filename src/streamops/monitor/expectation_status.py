@@ -1,7 +1,9 @@
 """Which data-quality rules fail on which table, and since when, from `_system/expectations`.
 
 Read with delta-rs by column name (the pipeline writes the table; the monitor only knows its
-columns), no Spark, so `streamops status` and the console show it with the pipeline stopped. A
+columns), no Spark, so `streamops status` and the console show it with the pipeline stopped. Only
+the rows committed within `LOOKBACK` are read (the filter skips older files by their
+statistics): the table gains a row per table, rule and batch, far more than a status needs. A
 rule is failing while it failed rows in any of its table's last `RECENT_BATCHES` batches; its
 failure started at the first failing batch after the last stretch of `RECENT_BATCHES` batches it
 passed whole, so a rule that fails every other batch reads as one failure, not many. Failing
@@ -11,7 +13,9 @@ stream is healthy; a `fail` rule stops its group, and that stream is `failed` al
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pandas as pd
@@ -22,6 +26,8 @@ from streamops.monitor.fleet_status import iso_utc
 
 RECENT_BATCHES = 10
 """Batches of a table, newest first, that say whether a rule fails now."""
+LOOKBACK = timedelta(days=1)
+"""How far back the counts are read; a failure that began earlier reads as beginning then."""
 COLUMNS = ["stream", "batch_id", "table", "expectation", "action", "passed", "failed", "committed_at"]
 
 
@@ -72,13 +78,17 @@ class RuleStatus:
         }
 
 
-def rule_statuses(lake: LakeLike, recent_batches: int = RECENT_BATCHES) -> list[RuleStatus]:
-    """Every rule of every table in `_system/expectations`, failing ones first, then by table
-    and rule; empty when the table does not exist (no run had rules)."""
+def rule_statuses(
+    lake: LakeLike, now: float | None = None, recent_batches: int = RECENT_BATCHES, lookback: timedelta = LOOKBACK
+) -> list[RuleStatus]:
+    """Every rule of every table with a batch in `_system/expectations` within `lookback` of
+    `now`, failing ones first, then by table and rule; empty when the table does not exist (no
+    run had rules)."""
     location = LakeLayout.at(lake).expectations
     if not is_table(location):
         return []
-    frame = read_delta(location, columns=COLUMNS).to_pandas()
+    since = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc) - lookback
+    frame = read_delta(location, columns=COLUMNS, filters=[("committed_at", ">=", since)]).to_pandas()
     statuses = [
         status
         for table, rows in frame.groupby("table", sort=True)
@@ -87,9 +97,9 @@ def rule_statuses(lake: LakeLike, recent_batches: int = RECENT_BATCHES) -> list[
     return sorted(statuses, key=lambda s: (not s.failing, s.table, s.expectation))
 
 
-def failing_rules(lake: LakeLike, recent_batches: int = RECENT_BATCHES) -> list[RuleStatus]:
+def failing_rules(lake: LakeLike, now: float | None = None, recent_batches: int = RECENT_BATCHES) -> list[RuleStatus]:
     """The rules failing now, by table and rule."""
-    return [status for status in rule_statuses(lake, recent_batches) if status.failing]
+    return [status for status in rule_statuses(lake, now, recent_batches) if status.failing]
 
 
 def _table_rules(table: str, rows: pd.DataFrame, window: int) -> list[RuleStatus]:

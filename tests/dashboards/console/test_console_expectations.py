@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from expectation_counts import batch_time, counts, dropped_row, write_counts, write_quarantine
+from expectation_counts import batch_time, counts, dropped_row, utc_text, write_counts, write_quarantine
 from test_console_reads_well import _page_problems
 from test_console_views import frame, lake_files, open_page, texts
 
@@ -60,7 +60,7 @@ def test_a_chosen_table_shows_its_failing_rules_and_the_rows_its_drop_rules_remo
     at = open_page(console, rules_lake, "expectations_view.py", table="purchase")
     assert at.selectbox(key="table").value == "purchase"
     page = texts(at)
-    assert "`price_nonneg` (drop) fails since batch 4, 2026-11-28 03:04:00 UTC: 18 rows failed" in page
+    assert f"`price_nonneg` (drop) fails since batch 4, {utc_text(batch_time(4))}: 18 rows failed" in page
     assert "`has_id` (warn) fails" not in page
     examples = frame(at, "detail", "raw_text", "ingest_time")
     assert len(examples) == 18

@@ -17,7 +17,7 @@ from streamops.core.lake_layout import LakeLayout
 from streamops.dashboards.console import display, lake_reads
 from streamops.dashboards.console.display import show_table
 from streamops.dashboards.console.page_shell import code_span, open_lake, page_path
-from streamops.monitor.expectation_status import RECENT_BATCHES
+from streamops.monitor.expectation_status import LOOKBACK, RECENT_BATCHES
 
 # A page script's constants carry comments, not docstrings: Streamlit would draw a string literal.
 EXAMPLE_ROWS = 20  # newest quarantined rows of the chosen table shown
@@ -35,6 +35,7 @@ RULE_COLUMNS = [
     "last_committed_at",
     "stream",
 ]
+LOOKBACK_HOURS = round(LOOKBACK.total_seconds() / 3600)  # how far back the counts are read
 EXAMPLE_COLUMNS = ["ingest_time", "batch_id", "detail", "raw_text"]
 
 
@@ -53,7 +54,7 @@ def render(lake: LakeLayout) -> None:
         f"{len(rules)} rules on {rules['table'].nunique()} tables; {len(failing)} failing, on "
         f"{failing['table'].nunique()} tables. Failed and passed rows are over each table's last "
         f"{RECENT_BATCHES} batches; a rule fails while one of them failed rows, since the first failing "
-        f"batch after {RECENT_BATCHES} it passed whole."
+        f"batch after {RECENT_BATCHES} it passed whole, within the last {LOOKBACK_HOURS} hours read."
     )
     if len(failing):
         names = ", ".join(code_span(t) for t in sorted(failing["table"].unique()))
@@ -79,8 +80,8 @@ def render(lake: LakeLayout) -> None:
             ),
             "failed": st.column_config.NumberColumn("failed rows", format="localized"),
             "passed": st.column_config.NumberColumn("passed rows", format="localized"),
-            "total_failed": st.column_config.NumberColumn("failed, all batches", format="localized"),
-            "total_passed": st.column_config.NumberColumn("passed, all batches", format="localized"),
+            "total_failed": st.column_config.NumberColumn(f"failed, {LOOKBACK_HOURS} h", format="localized"),
+            "total_passed": st.column_config.NumberColumn(f"passed, {LOOKBACK_HOURS} h", format="localized"),
         },
     )
     tables = list(dict.fromkeys(rules["table"]))
