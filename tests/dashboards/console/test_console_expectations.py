@@ -78,6 +78,11 @@ def test_a_table_whose_rules_warn_has_no_quarantined_rows_to_show(console, rules
     assert not [d for d in at.dataframe if "raw_text" in d.value.columns]
 
 
+def test_a_table_name_from_the_url_that_has_no_rules_is_not_used(console, rules_lake):
+    at = open_page(console, rules_lake, "expectations_view.py", table="../../etc")
+    assert at.selectbox(key="table").value in ("purchase", "login")
+
+
 @pytest.mark.parametrize("table", ["purchase", "login"])
 def test_the_page_reads_as_every_console_page_does(console, rules_lake, table):
     """Em dashes for missing values (a passing rule's failure start), times in UTC with 24-hour clocks."""
