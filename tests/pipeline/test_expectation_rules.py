@@ -171,3 +171,25 @@ def test_the_python_api_holds_rules_to_the_same_shape():
         ExpectationSet(tables={"purchase": (Expectation("p", expect="a > 0"), Expectation("p", expect="b > 0"))})
     with pytest.raises(PipelineConfigError, match=r"^`a b/c` is not a valid table name"):
         ExpectationSet(tables={"a b/c": ()})
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (None, "rules.yaml: no such expectations file"),
+        ("tables: {purchase: [{name: p, expect: 'a > 0', action: block}]}\n", "rules.yaml: table `purchase`, rule `p`: action `block`"),
+    ],
+)  # fmt: skip
+def test_streamops_run_refuses_a_bad_rules_file_in_one_line_before_spark_starts(
+    tmp_path, monkeypatch, capsys, text, says
+):
+    from streamops.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "landing").mkdir()
+    if text is not None:
+        write(tmp_path, "rules.yaml", text)
+    code = main(["run", "--lake", "lake", "--landing", "landing", "--until-idle", "--expectations", "rules.yaml"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(f"streamops: error: {says}"), err

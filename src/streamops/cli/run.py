@@ -8,6 +8,7 @@ require("pipeline", "streamops run")
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streamops.cli.options import Subcommands, add_command, add_json_option, print_json
@@ -28,6 +29,7 @@ RUN_EXAMPLE = """examples:
   streamops run --lake lake --landing landing --until-idle
   streamops run --lake lake --landing landing --duration 300 --trigger 2 --metrics-port 9108
   streamops run --lake lake --landing landing --until-idle --delta native --stages bronze
+  streamops run --lake lake --landing landing --until-idle --expectations rules.yaml
   streamops run --lake lake --kafka-bootstrap 127.0.0.1:9092 --topics events --max-offsets-per-trigger 100000
   streamops run --lake lake --kafka-bootstrap 127.0.0.1:9092 --topics shop.public.customers,shop.public.orders --cdc debezium --cdc-history
   streamops run --lake lake --landing changes --cdc debezium --cdc-keys public.order_lines=order_id,line --until-idle
@@ -77,6 +79,12 @@ def register(subcommands: Subcommands) -> None:
         default="rescue",
         help="fields a table cannot hold (type change, widening): keep them in _rescued_data (rescue, "
         "default), quarantine their rows, or stop the group (fail_group)",
+    )
+    run.add_argument(
+        "--expectations",
+        type=Path,
+        metavar="FILE",
+        help="data-quality rules checked on every batch, each warn, drop or fail (YAML or TOML; docs/expectations.md)",
     )
     run.add_argument("--max-files-per-trigger", type=int, default=100, help="landing files per bronze batch")
     run.add_argument(
@@ -270,6 +278,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_until_stopped(args: argparse.Namespace, silver: SilverSettings, signals: StopSignals) -> RunReport:
+    from streamops.pipeline.expectations.rules import NO_EXPECTATIONS
+    from streamops.pipeline.expectations.rules_file import load_expectations
     from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
 
     return run_pipeline(
@@ -287,6 +297,7 @@ def _run_until_stopped(args: argparse.Namespace, silver: SilverSettings, signals
             master=args.master,
             stages=args.stages,
             max_record_bytes=args.max_record_bytes,
+            expectations=NO_EXPECTATIONS if args.expectations is None else load_expectations(args.expectations),
         ),
         on_start=signals.on_start,
     )

@@ -11,6 +11,7 @@ from streamops.pipeline.bronze.events_mode import EVENTS
 from streamops.pipeline.bronze.ingest_mode import IngestMode
 from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
+from streamops.pipeline.expectations.rule_checks import check_expectations
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
 from streamops.pipeline.lake_tables import require_writable_lake
 from streamops.pipeline.pipeline_events import MonitorEvents
@@ -95,6 +96,7 @@ def _run_spark(options: RunOptions, owns_spark: bool, on_start: Callable[[Superv
     conf, packages = {**conf, **store_conf}, [*packages, *options.input.spark_packages(), *store_packages]
     spark = build_spark(master=options.master, conf=conf, packages=packages)
     try:
+        check_expectations(spark, options.expectations)
         require_store_connectors(spark, inputs)
         return _run_with(spark, options, on_start)
     finally:
