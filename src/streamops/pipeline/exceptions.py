@@ -24,6 +24,11 @@ class IncompatibleSchemaError(StreamopsError):
         self.stream = stream
 
 
+class ExpectationFailedError(IncompatibleSchemaError):
+    """Rows of a batch failed a data-quality rule whose action is `fail`: the batch wrote nothing
+    and its group stops the way on_incompatible=fail_group stops it, the other groups go on."""
+
+
 class DemoError(StreamopsError):
     """A part of `streamops demo` (the console, the load) could not start or stopped with an error."""
 

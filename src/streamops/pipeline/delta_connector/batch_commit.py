@@ -29,7 +29,7 @@ from streamops.core.delta_format.read import open_table
 from streamops.core.lake_layout import CHECKPOINT_INTERVAL_PROPERTY, DELTA_LOG_DIR
 from streamops.core.storage.location import Location
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from streamops.pipeline.delta_connector.batch_txn import holds_batch
+from streamops.pipeline.delta_connector.batch_txn import batch_version, holds_batch
 from streamops.pipeline.delta_connector.batch_writer import batch_commit_properties, create_table
 from streamops.pipeline.delta_connector.data_files import DataFile, delete_quietly
 from streamops.pipeline.delta_connector.write_plan import WritePlan
@@ -60,6 +60,7 @@ class SchemaMismatchError(PipelineConfigError):
 class TableCommit:
     status: CommitStatus
     rows: int = 0
+    version: int | None = None
 
 
 def commit_written(
@@ -70,7 +71,7 @@ def commit_written(
     then every table of the plan, stage after stage, the tables of a stage at once."""
     if plan.halt_on_held_rows and any(route not in plan.tables for route in written.tallies):
         delete_files(written.all_files())
-        return BatchReport(tallies=written.tallies, halted=True)
+        return BatchReport(tallies=written.tallies, halted=True, item_tallies=written.item_tallies)
     if before_commit is not None:
         try:
             before_commit(written.first_rows)
@@ -81,14 +82,18 @@ def commit_written(
 
     def commit(route: str) -> tuple[str, TableReport]:
         routed = written.files.get(route, [])
-        done = commit_files(plan.tables[route].path, routed, plan.commit)
+        target = plan.tables[route]
+        done = commit_files(target.path, routed, plan.commit)
         newest = [f.newest for f in routed if f.newest is not None]
-        return route, TableReport(done.status, done.rows, len(routed), max(newest) if newest else None)
+        version = done.version
+        if target.report_version and done.status == "skipped":
+            version = batch_version(target.path, plan.commit)
+        return route, TableReport(done.status, done.rows, len(routed), max(newest) if newest else None, version)
 
     with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
         for stage in plan.commit_stages:
             reports.update(pool.map(commit, stage))
-    return BatchReport(tables=reports, tallies=written.tallies)
+    return BatchReport(tables=reports, tallies=written.tallies, item_tallies=written.item_tallies)
 
 
 def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
@@ -109,7 +114,7 @@ def commit_files(table: str, files: list[DataFile], commit: BatchCommitInfo) -> 
         commit_properties=batch_commit_properties(commit),
         post_commithook_properties=_post_commit_hooks(existing),
     )
-    return TableCommit("written", rows=rows)
+    return TableCommit("written", rows=rows, version=existing.version())
 
 
 def _post_commit_hooks(table: DeltaTable) -> PostCommitHookProperties:

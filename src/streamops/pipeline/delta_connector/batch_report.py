@@ -30,6 +30,8 @@ class TableReport:
     rows: int = 0
     files: int = 0
     newest: float | None = None
+    version: int | None = None
+    """The table version that holds the batch, when the plan asked for it (`report_version`)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class BatchReport:
     """Route -> tally value -> rows (routes the plan does not name included: held-back rows)."""
     halted: bool = False
     """True when held-back rows stopped the batch: nothing was committed."""
+    item_tallies: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Route -> tally item -> rows carrying it (write_plan.TALLY_ITEMS_COLUMN)."""
 
     def rows(self, route: str) -> int:
         report = self.tables.get(route)
@@ -53,6 +57,7 @@ class WrittenBatch:
     tallies: dict[str, dict[str, int]] = field(default_factory=dict)
     first_rows: FirstRowsFound = field(default_factory=dict)
     """Key -> its first row, over every task."""
+    item_tallies: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(
         self,
@@ -60,13 +65,13 @@ class WrittenBatch:
         route_of: Callable[[DataFile], str],
         tallies: dict[str, dict[str, int]],
         first_rows: FirstRowsFound,
+        item_tallies: dict[str, dict[str, int]],
     ) -> None:
         """Fold one task's commit message in."""
         for data_file in files:
             self.files.setdefault(route_of(data_file), []).append(data_file)
-        for route, counts in tallies.items():
-            for value, rows in counts.items():
-                self.tallies.setdefault(route, {})[value] = self.tallies.get(route, {}).get(value, 0) + rows
+        add_counts(self.tallies, tallies)
+        add_counts(self.item_tallies, item_tallies)
         merge_first_rows(self.first_rows, first_rows)
 
     def all_files(self) -> list[DataFile]:
@@ -83,6 +88,14 @@ class WrittenBatch:
         if not isinstance(written, cls):
             raise TypeError(f"`{path}` does not hold a written batch")
         return written
+
+
+def add_counts(into: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:
+    """Route -> value -> rows, summed."""
+    for route, counts in more.items():
+        mine = into.setdefault(route, {})
+        for value, rows in counts.items():
+            mine[value] = mine.get(value, 0) + rows
 
 
 def merge_first_rows(into: FirstRowsFound, more: FirstRowsFound) -> None:

@@ -26,7 +26,7 @@ from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import LocationLike
 from streamops.pipeline.delta_connector.batch_commit import commit_written
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
-from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
+from streamops.pipeline.delta_connector.batch_txn import batch_version, table_holds_batch
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
 from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
@@ -38,6 +38,7 @@ from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
+    TALLY_ITEMS_COLUMN,
     TEXT_SUFFIX,
     FirstRows,
     TableTarget,
@@ -234,13 +235,9 @@ class NativeDelta:
 
         df = df.persist()
         try:
-            tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
-            counted = df.groupBy(ROUTE_COLUMN, tally.alias(TALLY_COLUMN)).count().collect()
-            tallies: dict[str, dict[str, int]] = {}
-            for row in counted:
-                tallies.setdefault(row[0], {})[row[1] or ""] = row[2]
+            tallies, item_tallies = _tallies(df)
             if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
-                return BatchReport(tallies=tallies, halted=True)
+                return BatchReport(tallies=tallies, halted=True, item_tallies=item_tallies)
             if before_commit is not None:
                 before_commit(_first_rows(df, plan.first_rows) if plan.first_rows else {})
             tables: dict[str, TableReport] = {}
@@ -259,10 +256,8 @@ class NativeDelta:
                 else:
                     for route in written:
                         append(route)
-                tables.update(
-                    {route: TableReport("written", n) if n else TableReport("empty") for route, n in rows.items()}
-                )
-            return BatchReport(tables=tables, tallies=tallies)
+                tables.update({route: _table_report(plan, route, n) for route, n in rows.items()})
+            return BatchReport(tables=tables, tallies=tallies, item_tallies=item_tallies)
         finally:
             df.unpersist()
 
@@ -299,6 +294,38 @@ def create_native_table(
         builder = builder.property(key, value)
     with SESSION_COMMITS:
         builder.execute()
+
+
+def _tallies(df: DataFrame) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Rows per (route, tally value) and per (route, tally item), from one aggregation job: rows
+    are grouped by their whole list of items, whose distinct lists are few (a table's rows
+    differ only in the rules they fail), and the lists are counted out on the driver."""
+    from pyspark.sql import functions as F
+
+    tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
+    has_items = TALLY_ITEMS_COLUMN in df.columns
+    keys = [F.col(ROUTE_COLUMN), tally.alias(TALLY_COLUMN)]
+    if has_items:
+        keys.append(F.col(TALLY_ITEMS_COLUMN))
+    tallies: dict[str, dict[str, int]] = {}
+    items: dict[str, dict[str, int]] = {}
+    for row in df.groupBy(*keys).count().collect():
+        route, rows = row[0], row["count"]
+        counts = tallies.setdefault(route, {})
+        counts[row[1] or ""] = counts.get(row[1] or "", 0) + rows
+        for item in (row[TALLY_ITEMS_COLUMN] if has_items else None) or ():
+            route_items = items.setdefault(route, {})
+            route_items[item] = route_items.get(item, 0) + rows
+    return tallies, items
+
+
+def _table_report(plan: WritePlan, route: str, rows: int) -> TableReport:
+    if not rows:
+        return TableReport("empty")
+    target = plan.tables[route]
+    return TableReport(
+        "written", rows, version=batch_version(target.path, plan.commit) if target.report_version else None
+    )
 
 
 def _first_rows(df: DataFrame, wanted: FirstRows) -> FirstRowsFound:

@@ -36,6 +36,7 @@ from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
     TALLY_COLUMN,
+    TALLY_ITEMS_COLUMN,
     TEXT_SUFFIX,
     FirstRows,
     TableTarget,
@@ -55,6 +56,7 @@ class FilesWritten(WriterCommitMessage):
     files: list[DataFile] = field(default_factory=list)
     tallies: dict[str, dict[str, int]] = field(default_factory=dict)
     first_rows: FirstRowsFound = field(default_factory=dict)
+    item_tallies: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class LakeSink(DataSource):
@@ -89,6 +91,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
         freeze_imported_objects()
         builders: dict[str, DataFileBuilder] = {}
         tallies: dict[str, dict[str, int]] = {}
+        item_tallies: dict[str, dict[str, int]] = {}
         buffered: dict[str, list[pa.Table]] = {}
         first_rows: FirstRowsFound = {}
         try:
@@ -98,6 +101,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
                     merge_first_rows(first_rows, first_rows_of(table, self.plan.first_rows))
                 for route, rows in split_routes(table):
                     _tally(tallies, route, rows)
+                    _tally_items(item_tallies, route, rows)
                     if route not in self.plan.tables:
                         continue
                     parts = buffered.setdefault(route, [])
@@ -106,7 +110,7 @@ class LakeSinkWriter(DataSourceArrowWriter):
                         self._flush(builders, route, buffered.pop(route))
             for route in list(buffered):
                 self._flush(builders, route, buffered.pop(route))
-            return FilesWritten([b.close() for b in builders.values() if b.rows], tallies, first_rows)
+            return FilesWritten([b.close() for b in builders.values() if b.rows], tallies, first_rows, item_tallies)
         except BaseException:
             for builder in builders.values():
                 builder.discard()
@@ -160,7 +164,13 @@ class LakeSinkWriter(DataSourceArrowWriter):
         written = WrittenBatch()
         for message in messages:
             if isinstance(message, FilesWritten):
-                written.add(message.files, lambda f: _route_of(self.plan, f), message.tallies, message.first_rows)
+                written.add(
+                    message.files,
+                    lambda f: _route_of(self.plan, f),
+                    message.tallies,
+                    message.first_rows,
+                    message.item_tallies,
+                )
         written.save(self.plan.report_path)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -213,6 +223,18 @@ def _tally(tallies: dict[str, dict[str, int]], route: str, rows: pa.Table) -> No
     for item in pc.value_counts(rows.column(TALLY_COLUMN).combine_chunks()).to_pylist():
         key = item["values"] if item["values"] is not None else ""
         counts[key] = counts.get(key, 0) + item["counts"]
+
+
+def _tally_items(tallies: dict[str, dict[str, int]], route: str, rows: pa.Table) -> None:
+    if TALLY_ITEMS_COLUMN not in rows.column_names:
+        return
+    items = pc.list_flatten(rows.column(TALLY_ITEMS_COLUMN).combine_chunks())
+    if len(items) == 0:
+        return
+    counts = tallies.setdefault(route, {})
+    for item in pc.value_counts(items).to_pylist():
+        if item["values"] is not None:
+            counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
 
 
 def project_columns(rows: pa.Table, columns: dict[str, str], plan: WritePlan) -> pa.Table:

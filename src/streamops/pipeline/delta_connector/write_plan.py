@@ -23,6 +23,9 @@ from streamops.pipeline.exceptions import PipelineConfigError
 ROUTE_COLUMN = "_route"
 TALLY_COLUMN = "_tally"
 """Optional column: rows are counted per (route, value) for the batch report (reasons, variations)."""
+TALLY_ITEMS_COLUMN = "_tally_items"
+"""Optional array<string> column: each of a row's items counts one per (route, item), so one row
+can be counted under several values (the rules it failed) in the same pass that writes it."""
 TEXT_SUFFIX = ":text"
 """A column mapping `source:text` decodes a binary source column as UTF-8, invalid bytes replaced."""
 BYTES_SUFFIX = ":bytes"
@@ -53,6 +56,9 @@ class TableTarget:
     """typed_json: where rows whose payload does not parse go (a "columns" route)."""
     time_column: str | None = None
     """Table column whose newest value the report gives (event-time freshness)."""
+    report_version: bool = False
+    """Whether the report gives the table version holding the batch (free from delta-rs' commit;
+    natively one read of the table's newest commit)."""
 
 
 @dataclass(frozen=True)

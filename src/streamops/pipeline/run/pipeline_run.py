@@ -132,7 +132,7 @@ def _run_with(spark: SparkSession, options: RunOptions, on_start: Callable[[Supe
         lake=lake,
         input=options.input,
         trigger_seconds=options.trigger_seconds,
-        silver=options.silver,
+        silver=replace(options.silver, expectations=options.expectations),
         stages=options.stages,
         mode=options.mode,
         limits=RecordLimits(max_record_bytes=options.max_record_bytes),

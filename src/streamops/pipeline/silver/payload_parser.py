@@ -50,10 +50,15 @@ def _branches(schemas: Mapping[str, SilverSchema], event_type: Column, schema_ha
 
 
 def typed_payload(
-    schemas: Mapping[str, SilverSchema], event_type: Column, schema_hash: Column, payload: Column
+    schemas: Mapping[str, SilverSchema],
+    event_type: Column,
+    schema_hash: Column,
+    payload: Column,
+    parsed: Mapping[tuple[str, ...], Column] | None = None,
 ) -> Column:
     """Each row's payload as Spark reads it with its type's applied schema (minus the fields its
-    variation cannot hold), written back as JSON."""
+    variation cannot hold), written back as JSON. `parsed`: a layer's (members of `parse_layers`)
+    rows already read into a struct column, for a projection that also reads that struct."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -68,7 +73,9 @@ def typed_payload(
             expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     for members, union in parse_layers({name: schema.applied for name, schema in schemas.items()}):
         condition = event_type.isin(members)
-        expression = F.when(condition, read(union)) if expression is None else expression.when(condition, read(union))
+        struct = (parsed or {}).get(tuple(members))
+        value = read(union) if struct is None else F.to_json(struct)
+        expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     return expression if expression is not None else F.lit(None).cast("string")
 
 

@@ -15,8 +15,9 @@ variation's rows are quarantined and alerted ("quarantine"), or the group stops 
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Literal
 
 from streamops.core.lake_layout import LakeLayout, silver_stream
@@ -27,11 +28,24 @@ from streamops.pipeline.delta_connector.write_plan import (
     ROUTE_COLUMN,
     STREAM_VALUE,
     TALLY_COLUMN,
+    TALLY_ITEMS_COLUMN,
     TableTarget,
     WritePlan,
 )
-from streamops.pipeline.exceptions import IncompatibleSchemaError
-from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
+from streamops.pipeline.exceptions import ExpectationFailedError, IncompatibleSchemaError
+from streamops.pipeline.expectations.counts_table import EXPECTATIONS_SCHEMA
+from streamops.pipeline.expectations.rule_columns import (
+    FAILED_COLUMN,
+    RuleScope,
+    TableRules,
+    counted,
+    rule_scopes,
+    rule_selects,
+    table_rules,
+    tally_items,
+)
+from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
+from streamops.pipeline.pipeline_events import ExpectationCount, PipelineEvents, SilverBatchResult
 from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
@@ -39,9 +53,10 @@ from streamops.pipeline.registry.silver_schemas import GroupSchemas, SilverSchem
 from streamops.pipeline.runtime.batch_context import batch_commit_info
 from streamops.pipeline.runtime.batch_function import batch_function
 from streamops.pipeline.silver.group_rows import group_row_filter
-from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
+from streamops.pipeline.silver.payload_parser import parse_layers, rescued_data, typed_payload
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -52,7 +67,11 @@ OnIncompatible = Literal["rescue", "quarantine", "fail_group"]
 ON_INCOMPATIBLE: tuple[OnIncompatible, ...] = ("rescue", "quarantine", "fail_group")
 QUARANTINE_ROUTE = "__quarantine__"
 HALT_ROUTE = "__halt__"
-"""Rows of an unfit variation under fail_group: not a table, so the batch writes nothing."""
+"""Rows of an unfit variation under fail_group, or failing a `fail` rule: not a table, so the
+batch writes nothing."""
+EXPECTATION_REASON = "expectation"
+"""Quarantine reason of a row a `drop` rule removed; its detail names every rule it failed."""
+log = logging.getLogger(__name__)
 ACTION_OF: dict[OnIncompatible, AlertAction] = {
     "rescue": "rescued",
     "quarantine": "quarantined",
@@ -92,6 +111,8 @@ class SilverSettings:
     max_files_per_trigger: int = 1000
     available_now: bool = False
     poll_seconds: float = POLL_SECONDS
+    expectations: ExpectationSet = field(default=NO_EXPECTATIONS, compare=False)
+    """Data-quality rules the group's tables are checked against, in the pass that writes them."""
 
     def interval(self) -> float:
         """The processing-time trigger of a stream that follows bronze's commits."""
@@ -158,16 +179,46 @@ class SilverGroupWriter(GroupWriter):
     _routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
     """The routing expressions of the schemas last seen (rebuilt when the schemas change)."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._rules: dict[tuple[str, int], TableRules] = {}
+        """The rules of each table as of a schema version (which of them its columns resolve)."""
+
     def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
         self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
 
     def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
         if self._routes is None or self._routes[0] is not schemas:
-            self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible))
-        rows = self._routes[1].of(bronze)
-        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit)), schemas, commit)
+            rules = self.table_rules(bronze.sparkSession, schemas)
+            self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible, rules))
+        routes = self._routes[1]
+        rows = routes.of(bronze)
+        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit, routes)), schemas, commit)
 
-    def plan(self, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> WritePlan:
+    def table_rules(self, spark: SparkSession, schemas: dict[str, SilverSchema]) -> dict[str, TableRules]:
+        """The rules of each table that has any, as of its schema version; a rule its columns do
+        not resolve is logged once per table, rule and schema version."""
+        found = {}
+        for table, schema in sorted(schemas.items()):
+            rules = self.settings.expectations.for_table(table)
+            if not rules:
+                continue
+            key = (table, schema.schema_version)
+            if key not in self._rules:
+                self._rules[key] = table_rules(spark, table, schema.schema_version, schema.applied, rules)
+                for rule in self._rules[key].not_applicable:
+                    log.warning(
+                        "%s: expectation `%s` is not applicable to table `%s` at schema version %d: "
+                        "it names a column the table does not have",
+                        self.stream,
+                        rule.name,
+                        table,
+                        schema.schema_version,
+                    )
+            found[table] = self._rules[key]
+        return found
+
+    def plan(self, schemas: dict[str, SilverSchema], commit: BatchCommitInfo, routes: SilverRoutes) -> WritePlan:
         extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
         tables = {
             event_type: TableTarget(
@@ -178,6 +229,7 @@ class SilverGroupWriter(GroupWriter):
                 payload_column=TYPED_COLUMN,
                 reject_route=QUARANTINE_ROUTE,
                 time_column="_event_time",
+                report_version=event_type in routes.rules,
             )
             for event_type, schema in schemas.items()
         }
@@ -187,7 +239,7 @@ class SilverGroupWriter(GroupWriter):
             tables=tables,
             commit_stages=((QUARANTINE_ROUTE,), tuple(sorted(schemas))),
             report_path="",
-            halt_on_held_rows=self.settings.on_incompatible == "fail_group",
+            halt_on_held_rows=self.settings.on_incompatible == "fail_group" or routes.can_fail,
         )
 
     def finish(
@@ -199,8 +251,17 @@ class SilverGroupWriter(GroupWriter):
             self.connector.write_batch(
                 self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
             )
+        rules = self._routes[1].rules if self._routes is not None else {}
+        counts = expectation_counts(report, rules)
         if report.halted:
+            failing = [c for c in counts if c.action == "fail" and c.failed]
+            if failing and not any(a.action == "group_failed" for a in alerts):
+                raise self.expectation_stop(failing, commit.batch_id)
             raise self.policy_stop(alerts, "fix the producer")
+        if counts:
+            self.connector.write_batch(
+                self.lake.expectations, counts_rows(counts, self.stream, commit.batch_id), commit
+            )
         written = {t: report.tables[t] for t in schemas if t in report.tables and report.rows(t)}
         return SilverBatchResult(
             group=self.group,
@@ -209,7 +270,23 @@ class SilverGroupWriter(GroupWriter):
             max_event_time={t: table.newest for t, table in written.items() if table.newest is not None},
             quarantined=report.rows(QUARANTINE_ROUTE),
             alerts=tuple(alerts),
+            expectations=counts,
         )
+
+    def expectation_stop(self, failing: list[ExpectationCount], batch_id: int) -> ExpectationFailedError:
+        """The stop for `fail` rules that rows of the batch failed (nothing of it was committed),
+        told to `on_policy_stop`; the caller raises it."""
+        stop = ExpectationFailedError(
+            f"group `{self.group}` stopped in batch {batch_id}: "
+            + "; ".join(
+                f"expectation `{c.expectation}` failed on {c.failed} rows of table `{c.table}`" for c in failing
+            )
+            + "; nothing of the batch was written: fix the data or the rule, then restart the run",
+            self.stream,
+        )
+        if self.on_policy_stop is not None:
+            self.on_policy_stop(stop)
+        return stop
 
     def _alerts(self, report: BatchReport, schemas: dict[str, SilverSchema]) -> list[SchemaAlert]:
         alerts = []
@@ -235,26 +312,84 @@ class SilverGroupWriter(GroupWriter):
         return alerts
 
 
+def expectation_counts(report: BatchReport, rules: dict[str, TableRules]) -> tuple[ExpectationCount, ...]:
+    """Per table the batch had rows of, and per rule: rows passed and failed (0 and 0 for a rule
+    its columns do not resolve), with the table version the batch wrote."""
+    found = []
+    for table, tally in sorted(counted(report.item_tallies).items()):
+        if table not in rules or not tally.evaluated:
+            continue
+        written = report.tables.get(table)
+        version = written.version if written is not None else None
+        for rule in rules[table].applicable:
+            failed = (tally.failed or {}).get(rule.name, 0)
+            found.append(ExpectationCount(table, rule.name, rule.action, tally.evaluated - failed, failed, version))
+        for rule in rules[table].not_applicable:
+            found.append(ExpectationCount(table, rule.name, rule.action, 0, 0, version, applicable=False))
+    return tuple(found)
+
+
+def counts_rows(counts: tuple[ExpectationCount, ...], stream: str, batch_id: int) -> pa.Table:
+    """`_system/expectations` rows of one batch."""
+    import datetime
+
+    import pyarrow as pa
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return pa.Table.from_pylist(
+        [
+            {
+                "stream": stream,
+                "batch_id": batch_id,
+                "table": c.table,
+                "version": c.version,
+                "expectation": c.expectation,
+                "action": c.action,
+                "passed": c.passed,
+                "failed": c.failed,
+                "applicable": c.applicable,
+                "committed_at": now,
+            }
+            for c in counts
+        ],
+        schema=EXPECTATIONS_SCHEMA,
+    )
+
+
 @dataclass(frozen=True)
 class SilverRoutes:
-    """The projection that turns a group's bronze rows into silver routes, as Spark Columns.
+    """The projection that turns a group's bronze rows into silver routes, as Spark Columns: a
+    filter, then one select, or a few when rules are evaluated (pipeline/expectations/rule_columns.py).
 
     Built once per change of the group's schemas and applied to every batch: a Column holds no
     data, and building one costs a Py4J call per function (for 64 event types, hundreds of them,
     each a reflective lookup in the JVM), a noticeable share of a short batch."""
 
     condition: Column
-    columns: tuple[Column, ...]
+    selects: tuple[tuple[Column, ...], ...]
+    rules: dict[str, TableRules] = field(default_factory=dict)
+    """The rules of each table that has any."""
+
+    @property
+    def can_fail(self) -> bool:
+        return any(rules.names("fail") for rules in self.rules.values())
 
     def of(self, bronze: DataFrame) -> DataFrame:
-        return bronze.where(self.condition).select(*self.columns)
+        rows = bronze.where(self.condition)
+        for columns in self.selects:
+            rows = rows.select(*columns)
+        return rows
 
 
-def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible) -> SilverRoutes:
+def silver_routes(
+    schemas: dict[str, SilverSchema], on_incompatible: OnIncompatible, rules: dict[str, TableRules] | None = None
+) -> SilverRoutes:
     """Each of the group's bronze rows with its table (`_route`), its payload as Spark reads it
-    with its type's applied schema, its rescued fields and lineage columns."""
+    with its type's applied schema, its rescued fields and lineage columns; with `rules`, the
+    rules of its table evaluated (drop: its route is the quarantine; fail: the halt route)."""
     from pyspark.sql import functions as F
 
+    rules = rules or {}
     event_type, schema_hash, payload = F.col("event_type"), F.col("schema_hash"), F.col("payload")
     unfit = unfit_variation(schemas, event_type, schema_hash)
     action = ACTION_OF[on_incompatible]
@@ -269,19 +404,110 @@ def silver_routes(schemas: dict[str, SilverSchema], on_incompatible: OnIncompati
         if on_incompatible == "rescue"
         else F.lit(None).cast("string")
     )
-    return SilverRoutes(
-        condition=event_type.isin(sorted(schemas)),
-        columns=(
+    lineage = [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
+    reason = F.when(unfit.isNotNull(), F.lit("incompatible_type"))
+    condition = event_type.isin(sorted(schemas))
+    if not rules:
+        columns = (
             route.alias(ROUTE_COLUMN),
             tally.alias(TALLY_COLUMN),
             event_type,
             payload,
             typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
             rescued.alias(RESCUED_DATA_COLUMN),
-            *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],
-            F.when(unfit.isNotNull(), F.lit("incompatible_type")).alias("_q_reason"),
+            *lineage,
+            reason.alias("_q_reason"),
             unfit.alias("_q_detail"),
-        ),
+        )
+        return SilverRoutes(condition, (columns,))
+    parsed, scopes = _rule_scopes(schemas, rules, event_type, payload)
+    first = (
+        route.alias(ROUTE_COLUMN),
+        tally.alias(TALLY_COLUMN),
+        event_type,
+        schema_hash,
+        payload,
+        rescued.alias(RESCUED_DATA_COLUMN),
+        *lineage,
+        reason.alias("_q_reason"),
+        unfit.alias("_q_detail"),
+        F.lit(None).cast("array<string>").alias(FAILED_COLUMN),
+        *[struct.alias(name) for name, (_, struct) in parsed.items()],
+    )
+    working = (
+        ROUTE_COLUMN,
+        TALLY_COLUMN,
+        "event_type",
+        "schema_hash",
+        "payload",
+        RESCUED_DATA_COLUMN,
+        *LINEAGE_COLUMNS,
+        "_q_reason",
+        "_q_detail",
+        FAILED_COLUMN,
+        *parsed,
+    )
+    layers = {members: F.col(name) for name, (members, _) in parsed.items()}
+    last = _routed_by_rules(schemas, rules, layers)
+    return SilverRoutes(condition, (first, *rule_selects(scopes, working, "event_type"), last), rules)
+
+
+def _rule_scopes(
+    schemas: dict[str, SilverSchema], rules: dict[str, TableRules], event_type: Column, payload: Column
+) -> tuple[dict[str, tuple[tuple[str, ...], Column]], list[RuleScope]]:
+    """The parse layers (payload_parser.parse_layers) holding tables with rules to evaluate, each
+    read into a struct column once (for the rules and for the typed payload), and their scopes."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    parsed: dict[str, tuple[tuple[str, ...], Column]] = {}
+    scopes: list[RuleScope] = []
+    for index, (members, union) in enumerate(parse_layers({t: s.applied for t, s in schemas.items()})):
+        checked = tuple(rules[t] for t in members if t in rules and rules[t].applicable)
+        if not checked:
+            continue
+        name = f"_layer_{index}"
+        parsed[name] = (
+            tuple(members),
+            F.when(event_type.isin(members), F.from_json(payload, StructType.fromJson(union))),
+        )
+        scopes += rule_scopes(name, union, checked, {t.table: schemas[t.table].applied for t in checked})
+    return parsed, scopes
+
+
+def _routed_by_rules(
+    schemas: dict[str, SilverSchema], rules: dict[str, TableRules], layers: dict[tuple[str, ...], Column]
+) -> tuple[Column, ...]:
+    """The last select: a row its table evaluated goes to the halt route if it failed a `fail`
+    rule, else to the quarantine (reason `expectation`, the rules it failed) if it failed a `drop`
+    rule; every evaluated row carries its tally items."""
+    from pyspark.sql import functions as F
+
+    event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
+    failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
+    evaluated = (route == event_type) & event_type.isin(sorted(rules))
+
+    def failed_any(action: str) -> Column:
+        found = F.lit(False)
+        for table, table_rules_ in sorted(rules.items()):
+            names = table_rules_.names(action)  # type: ignore[arg-type]
+            if names:
+                found = found | ((event_type == F.lit(table)) & F.arrays_overlap(failed, F.array(*map(F.lit, names))))
+        return evaluated & found
+
+    halt, drop = failed_any("fail"), failed_any("drop")
+    dropped = ~halt & drop
+    return (
+        F.when(halt, F.lit(HALT_ROUTE)).when(drop, F.lit(QUARANTINE_ROUTE)).otherwise(route).alias(ROUTE_COLUMN),
+        F.col(TALLY_COLUMN),
+        event_type,
+        F.col("payload"),
+        typed_payload(schemas, event_type, F.col("schema_hash"), F.col("payload"), layers).alias(TYPED_COLUMN),
+        F.col(RESCUED_DATA_COLUMN),
+        *[F.col(name) for name in LINEAGE_COLUMNS],
+        F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(F.col("_q_reason")).alias("_q_reason"),
+        F.when(dropped, F.array_join(failed, ", ")).otherwise(F.col("_q_detail")).alias("_q_detail"),
+        F.when(evaluated, tally_items(event_type, failed)).alias(TALLY_ITEMS_COLUMN),
     )
 
 

@@ -1,0 +1,242 @@
+"""Expectations as Spark columns of the silver projection: per row, the names of the rules of its
+own table that it fails, computed in the pass that writes the batch.
+
+A rule is Spark SQL over the table's columns as the silver table names them (flattened
+`parent__child`, the lineage columns, `_rescued_data`), while in the projection a row's typed
+fields sit in a struct. Each rule is resolved by Spark itself, never rewritten as text: the
+projection gets one *scope* per struct of parsed rows (a select that exposes that struct's
+flat columns under their table names, the working columns packed into one struct beside them)
+and the next select evaluates the scope's rules with `F.expr`, writes the failures into the
+row and unpacks the working columns again. Spark's optimizer collapses the selects, keeping
+the parsed struct computed once, so the rules cost no job and no second read.
+
+Which rules apply to a table is decided once per schema version: the rules are resolved against
+an empty DataFrame of the table's columns; a rule naming a column the table does not have (yet)
+is not applicable and is not evaluated.
+
+Rows evaluated: the rows of a table's event type that reached their table's route in the batch
+(all of them under on_incompatible=rescue; under quarantine or fail_group, not those a schema
+change held back). Each counts once as evaluated and once per rule it failed, so per rule
+passed = evaluated - failed. A row passes a rule when the expression is true (false or null
+fails). `unique` rules: among a table's evaluated rows of one batch, ordered by bronze batch,
+landing file, ingest time, event time and payload, a row fails when an earlier row has the same
+key values; a row with a null in any key column passes (null equals nothing, as in SQL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamops.pipeline.delta_connector.flat_columns import flat_columns
+from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.expectations.rules import Action, Expectation
+from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, folded
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+FAILED_COLUMN = "_expect_failed"
+"""array<string>: the rules a row failed (null until its table's scope evaluated it)."""
+ROW_COLUMN = "_streamops_row"
+"""The working columns, packed while a scope exposes a table's columns by their names."""
+ITEM_SEPARATOR = "\x00"
+EVALUATED_ITEM = "expect_evaluated"
+FAILED_ITEM = "expect_failed"
+NOT_APPLICABLE_CONDITIONS = ("UNRESOLVED_COLUMN", "FIELD_NOT_FOUND", "UNRESOLVED_FIELD")
+"""Spark's error conditions for a name the table's columns do not resolve (schema drift)."""
+UNIQUE_ORDER = ("_bronze_batch_id", "_source_file", "_ingest_time", "_event_time", "payload")
+"""The working columns that order a batch's rows for `unique`: where each sits in bronze, then
+its content, so a replayed batch makes the same rows fail."""
+TABLE_LINEAGE_TYPES = {
+    "_event_time": "timestamp",
+    "_ingest_time": "timestamp",
+    "_source_file": "string",
+    "_bronze_batch_id": "bigint",
+    "_schema_hash": "string",
+}
+"""Spark types of the lineage columns every silver table has (LINEAGE_COLUMNS)."""
+
+
+@dataclass(frozen=True)
+class TableRules:
+    """A table's rules as of one schema version: those its columns resolve, and those they do not."""
+
+    table: str
+    schema_version: int
+    applicable: tuple[Expectation, ...]
+    not_applicable: tuple[Expectation, ...] = ()
+
+    def names(self, action: Action) -> tuple[str, ...]:
+        return tuple(rule.name for rule in self.applicable if rule.action == action)
+
+    def action_of(self, name: str) -> Action:
+        return next(rule.action for rule in self.applicable + self.not_applicable if rule.name == name)
+
+
+def table_rules(
+    spark: SparkSession, table: str, schema_version: int, applied: dict[str, Any], rules: tuple[Expectation, ...]
+) -> TableRules:
+    """Which of `rules` the table's columns (of its applied schema `applied`) resolve: one
+    analysis for all of them, one per rule only when some do not."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    empty = spark.range(0).select(
+        F.lit(None).cast(StructType.fromJson(applied)).alias("s"),
+        *[F.lit(None).cast(kind).alias(name) for name, kind in TABLE_LINEAGE_TYPES.items()],
+        F.lit(None).cast("string").alias(RESCUED_DATA_COLUMN),
+    )
+    columns = empty.select(
+        *flat_columns(F.col("s"), applied), *[F.col(name) for name in (*TABLE_LINEAGE_TYPES, RESCUED_DATA_COLUMN)]
+    )
+
+    def resolves(chosen: tuple[Expectation, ...]) -> bool:
+        from pyspark.errors import AnalysisException
+
+        try:
+            columns.select(*[c for rule in chosen for c in _referenced(rule)])
+        except AnalysisException as error:
+            condition = error.getCondition() or ""
+            if not condition.startswith(NOT_APPLICABLE_CONDITIONS):
+                raise PipelineConfigError(
+                    f"expectation `{chosen[0].name if len(chosen) == 1 else '...'}` of table `{table}` "
+                    f"cannot be evaluated on its columns ({condition}): fix the rule and restart"
+                ) from error
+            return False
+        return True
+
+    if resolves(rules):
+        return TableRules(table, schema_version, rules)
+    fits = tuple(rule for rule in rules if resolves((rule,)))
+    return TableRules(table, schema_version, fits, tuple(rule for rule in rules if rule not in fits))
+
+
+def _referenced(rule: Expectation) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    if rule.expect is not None:
+        return [F.expr(rule.expect)]
+    return [F.col(name) for name in rule.unique]
+
+
+@dataclass(frozen=True)
+class RuleScope:
+    """Tables whose rows' typed fields are in one struct column (`struct`, of Spark JSON type
+    `schema`: the table's applied schema or a union that agrees with it on every shared field)."""
+
+    struct: str
+    schema: dict[str, Any]
+    tables: tuple[TableRules, ...]
+
+
+def rule_scopes(
+    struct: str, schema: dict[str, Any], tables: tuple[TableRules, ...], own: dict[str, dict]
+) -> list[RuleScope]:
+    """One scope for the tables sharing `struct`, unless the union's flat names collide (two
+    paths of two event types making one column name): then one scope per table, on its own
+    applied schema (`own`)."""
+    names = [folded(name) for name in _flat_names(schema)]
+    if len(names) == len(set(names)):
+        return [RuleScope(struct, schema, tables)]
+    return [RuleScope(struct, own[t.table], (t,)) for t in tables]
+
+
+def _flat_names(schema: dict[str, Any], prefix: str = "") -> list[str]:
+    from streamops.pipeline.records.column_names import NESTED_SEPARATOR, column_name
+
+    names = []
+    for field in schema["fields"]:
+        name = prefix + column_name(field["name"])
+        kind = field["type"]
+        if isinstance(kind, dict) and kind.get("type") == "struct":
+            names += _flat_names(kind, name + NESTED_SEPARATOR)
+        else:
+            names.append(name)
+    return names
+
+
+def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: str) -> list[tuple[Column, ...]]:
+    """The selects that evaluate every scope's rules over rows with the `working` columns (which
+    include FAILED_COLUMN, `event_type` and the lineage columns): two per scope, the same
+    columns out as in."""
+    from pyspark.sql import functions as F
+
+    row = _free_name(ROW_COLUMN, {folded(n) for s in scopes for n in _flat_names(s.schema)})
+    packed = F.struct(*[F.col(name) for name in working]).alias(row)
+    table_columns = [*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN]
+    selects: list[tuple[Column, ...]] = []
+    for scope in scopes:
+        exposed = [*flat_columns(F.col(scope.struct), scope.schema), *[F.col(name) for name in table_columns]]
+        selects.append((packed, *exposed))
+        field = F.col(row).getField
+        failed = None
+        for rules in scope.tables:
+            value = _failures(rules, field, event_type)
+            condition = field(event_type) == F.lit(rules.table)
+            failed = F.when(condition, value) if failed is None else failed.when(condition, value)
+        failed = field(FAILED_COLUMN) if failed is None else failed.otherwise(field(FAILED_COLUMN))
+        selects.append(
+            tuple(field(name).alias(name) if name != FAILED_COLUMN else failed.alias(FAILED_COLUMN) for name in working)
+        )
+    return selects
+
+
+def _failures(rules: TableRules, field, event_type: str) -> Column:
+    """The names of the rules of `rules.table` the row fails, evaluated in its scope."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    checks = []
+    for rule in rules.applicable:
+        if rule.expect is not None:
+            fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
+        else:
+            keys = [F.col(name) for name in rule.unique]
+            order = Window.partitionBy(field(event_type), *keys).orderBy(*[field(n) for n in UNIQUE_ORDER])
+            no_null_key = F.lit(True)
+            for key in keys:
+                no_null_key = no_null_key & key.isNotNull()
+            fails = no_null_key & (F.row_number().over(order) > F.lit(1))
+        checks.append(F.when(fails, F.lit(rule.name)))
+    return F.array_compact(F.array(*checks)) if checks else F.array().cast("array<string>")
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    name = base
+    while folded(name) in taken:
+        name += "_"
+    return name
+
+
+def tally_items(event_type: Column, failed: Column) -> Column:
+    """A row's tally items: its table evaluated it, and each rule it failed."""
+    from pyspark.sql import functions as F
+
+    separator = F.lit(ITEM_SEPARATOR)
+    evaluated = F.concat(F.lit(EVALUATED_ITEM), separator, event_type)
+    return F.concat(
+        F.array(evaluated),
+        F.transform(failed, lambda rule: F.concat(F.lit(FAILED_ITEM), separator, event_type, separator, rule)),
+    )
+
+
+@dataclass(frozen=True)
+class TableCounts:
+    evaluated: int = 0
+    failed: dict[str, int] | None = None
+
+
+def counted(item_tallies: dict[str, dict[str, int]]) -> dict[str, TableCounts]:
+    """Table -> rows evaluated and failed per rule, over every route of the batch."""
+    evaluated: dict[str, int] = {}
+    failed: dict[str, dict[str, int]] = {}
+    for items in item_tallies.values():
+        for item, rows in items.items():
+            parts = item.split(ITEM_SEPARATOR)
+            if parts[0] == EVALUATED_ITEM and len(parts) == 2:
+                evaluated[parts[1]] = evaluated.get(parts[1], 0) + rows
+            elif parts[0] == FAILED_ITEM and len(parts) == 3:
+                by_rule = failed.setdefault(parts[1], {})
+                by_rule[parts[2]] = by_rule.get(parts[2], 0) + rows
+    return {table: TableCounts(evaluated.get(table, 0), failed.get(table, {})) for table in {*evaluated, *failed}}

@@ -1,0 +1,152 @@
+"""Data-quality expectations evaluated in the silver write, on both Delta connectors: counts in
+`_system/expectations`, drop to the quarantine, warn kept, fail stops its group only."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from small_landing import event, write_events
+
+from streamops.core.delta_format.read import read_delta
+from streamops.core.lake_layout import LakeLayout
+from streamops.pipeline.bronze.landing_input import LandingInput
+from streamops.pipeline.delta_connector.connector import CONNECTORS, connector_for
+from streamops.pipeline.expectations.rules import Expectation, ExpectationSet
+from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
+from streamops.pipeline.silver.silver_stream import SilverSettings
+
+RULES = ExpectationSet(
+    default=(Expectation("has_user", "warn", expect="user IS NOT NULL"),),
+    tables={
+        "purchase": (
+            Expectation("price_nonneg", "drop", expect="price >= 0"),
+            Expectation("one_order", "warn", unique=("order_id",)),
+            Expectation("has_coupon", "warn", expect="coupon IS NOT NULL"),
+            Expectation("good_sku", "drop", expect="item__sku IS NULL OR item__sku <> 'bad'"),
+        ),
+        "refund": (Expectation("small_refund", "fail", expect="amount < 1000"),),
+    },
+)
+
+
+def purchase(i: int, **fields) -> dict:
+    return event("purchase", i, event_time=f"2026-11-22T10:00:0{i}Z", **fields)
+
+
+EVENTS = [
+    purchase(0, user="u", price=10, order_id="o1", item={"sku": "a"}),
+    purchase(1, user="u", price=-5, order_id="o2"),
+    purchase(2, price=3, order_id="o1"),
+    purchase(3, user="u", price=4, order_id="o3", item={"sku": "bad"}),
+    purchase(4, user="u", price=-1, order_id="o3"),
+    purchase(5, user="u", price=1),
+    purchase(6, user="u", price=2),
+    event("visit", 0, user="u", page="home"),
+    event("visit", 1, page="home"),
+    event("visit", 2, user="v", page="cart"),
+    event("refund", 0, user="u", amount=10),
+    event("refund", 1, user="u", amount=5000),
+]
+EXPECTED_FAILED = {
+    ("purchase", "has_user"): 1,
+    ("purchase", "price_nonneg"): 2,
+    ("purchase", "one_order"): 2,
+    ("purchase", "good_sku"): 1,
+    ("visit", "has_user"): 1,
+}
+ROWS_SEEN = {"purchase": 7, "visit": 3}
+
+
+@pytest.fixture(scope="module", params=CONNECTORS)
+def checked(spark, tmp_path_factory, request):
+    """One landing file with known violations, drained once per connector with the rules."""
+    root = tmp_path_factory.mktemp(f"expectations_{request.param}")
+    write_events(root / "landing", "1.ndjson", EVENTS)
+    lake = LakeLayout.at(root / "lake")
+    settings = PipelineSettings(
+        lake=lake,
+        input=LandingInput(root / "landing"),
+        trigger_seconds=1.0,
+        silver=SilverSettings(types_per_group=1, expectations=RULES),
+    )
+    supervisor = Supervisor(spark, settings, connector_for(request.param, spark), Unmonitored(), log=lambda _: None)
+    return lake, supervisor.run_until_idle()
+
+
+def rows(path: Path) -> list[dict]:
+    return read_delta(str(path)).to_pylist()
+
+
+def counts(lake: LakeLayout) -> list[dict]:
+    return rows(lake.expectations)
+
+
+def test_passed_and_failed_add_up_to_the_rows_seen_and_failed_is_the_known_count(checked):
+    lake, _ = checked
+    passed: dict[tuple[str, str], int] = defaultdict(int)
+    failed: dict[tuple[str, str], int] = defaultdict(int)
+    for row in counts(lake):
+        if row["applicable"]:
+            passed[row["table"], row["expectation"]] += row["passed"]
+            failed[row["table"], row["expectation"]] += row["failed"]
+    assert dict(failed) == {key: EXPECTED_FAILED.get(key, 0) for key in failed}
+    assert set(failed) == {*EXPECTED_FAILED, ("purchase", "has_user")}
+    for (table, rule), n in failed.items():
+        assert passed[table, rule] + n == ROWS_SEEN[table], (table, rule)
+
+
+def test_dropped_rows_are_quarantined_with_every_rule_they_failed_and_not_in_silver(checked):
+    lake, _ = checked
+    quarantined = {
+        r["raw_text"] and eval_id(r["raw_text"]): r["detail"]
+        for r in rows(lake.bronze_quarantine)
+        if r["reason"] == "expectation"
+    }
+    assert quarantined == {
+        "purchase-1": "price_nonneg",
+        "purchase-3": "good_sku",
+        "purchase-4": "price_nonneg, one_order",
+    }
+    silver = sorted(r["event_id"] for r in rows(lake.silver("purchase")))
+    assert silver == ["purchase-0", "purchase-2", "purchase-5", "purchase-6"], "warn rows stay, drop rows go"
+    assert sorted(r["event_id"] for r in rows(lake.silver("visit"))) == ["visit-0", "visit-1", "visit-2"]
+
+
+def eval_id(raw_text: str) -> str:
+    import json
+
+    return json.loads(raw_text)["event_id"]
+
+
+def test_a_rule_on_a_column_the_table_does_not_have_is_not_applicable(checked):
+    lake, _ = checked
+    coupon = [r for r in counts(lake) if r["expectation"] == "has_coupon"]
+    assert coupon and all(not r["applicable"] and r["passed"] == r["failed"] == 0 for r in coupon)
+    assert {r["table"] for r in coupon} == {"purchase"}
+
+
+def test_counts_name_the_table_version_the_batch_wrote_once_per_batch(checked):
+    lake, _ = checked
+    written = counts(lake)
+    assert (
+        Counter((r["stream"], r["batch_id"], r["table"], r["expectation"]) for r in written).most_common(1)[0][1] == 1
+    )
+    log = read_delta(str(lake.silver("purchase")))
+    assert log.num_rows == 4
+    for row in written:
+        assert row["version"] is not None and row["version"] >= 0
+        assert row["stream"] == f"silver_{row['table']}"
+
+
+def test_a_fail_rule_stops_its_group_alone_and_writes_nothing_of_the_batch(checked):
+    lake, report = checked
+    assert list(report.failures) == ["silver_refund"]
+    message = report.failures["silver_refund"][0]
+    for part in ("small_refund", "`refund`", "batch 0", "1 rows"):
+        assert part in message, message
+    assert report.failed
+    assert not (lake.silver("refund") / "_delta_log").exists() or rows(lake.silver("refund")) == []
+    assert not [r for r in counts(lake) if r["table"] == "refund"], "a batch that stopped counts nothing"
