@@ -68,10 +68,25 @@ def _group_for_workers(items: list[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         worlds = [group for fixture, group in SESSION_WORLDS.items() if fixture in fixtures]
         name = worlds[0] if worlds else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(name))
+        _join_group(item, name)
         groups.setdefault(name, []).append(item)
     order = sorted(groups.values(), key=lambda g: (not any(i.get_closest_marker("spark") for i in g), -len(g)))
     items[:] = [item for group in order for item in group]
+
+
+def _join_group(item: pytest.Item, name: str) -> None:
+    """xdist's scheduler reads a test's group from its id, `<id>@<group>`; xdist 3.8 writes that
+    suffix into `_nodeid`, which pytest 9.2 no longer reads (its id is a structured `_id`), so every
+    test stays alone and each worker builds every world (pytest-dev/pytest-xdist#1386). The id is
+    written here, where pytest keeps it, and no `xdist_group` mark is added, so a fixed xdist does
+    not append the group a second time."""
+    grouped = f"{item.nodeid}@{name}"
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(grouped)
+    else:
+        item._nodeid = grouped
 
 
 @pytest.fixture(scope="session")
