@@ -99,8 +99,8 @@ class ExpectationSet:
         return tuple(rule for rule in self.default if rule.name not in names) + own
 
     def sections(self) -> Iterator[tuple[str, tuple[Expectation, ...]]]:
-        """Each group of rules with how a message names it: `default rules`, `table `t``,
-        `bronze rules`."""
+        """Each group of rules with the words a message names it by ("default rules", "table
+        `purchase`", "bronze rules"), for checks that report where a rule sits."""
         yield "default rules", self.default
         for table, rules in self.tables.items():
             yield f"table `{table}`", rules

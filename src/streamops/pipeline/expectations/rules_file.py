@@ -87,21 +87,21 @@ def _rules(rules: object, source: str, where: str) -> tuple[Expectation, ...]:
         return ()
     if not isinstance(rules, list):
         raise PipelineConfigError(f"{source}: {where}: give a list of rules, each with `name` and `expect` or `unique`")
-    return tuple(_rule(rule, source, f"{where}, rule {index}") for index, rule in enumerate(rules, 1))
+    return tuple(_rule(rule, index, source, where) for index, rule in enumerate(rules, 1))
 
 
-def _rule(rule: object, source: str, where: str) -> Expectation:
+def _rule(rule: object, index: int, source: str, where: str) -> Expectation:
     if not isinstance(rule, Mapping):
-        raise PipelineConfigError(f"{source}: {where}: give a mapping with {_listed(RULE_KEYS)}")
+        raise PipelineConfigError(f"{source}: {where}, rule {index}: give a mapping with {_listed(RULE_KEYS)}")
     name = rule.get("name")
     if name is None:
-        raise PipelineConfigError(f"{source}: {where} has no `name`; give each rule one")
-    label = f"{where.rsplit(', rule ', 1)[0]}, rule `{name}`"
+        raise PipelineConfigError(f"{source}: {where}, rule {index} has no `name`; give each rule one")
+    label = f"{where}, rule `{name}`"
     unknown = [str(key) for key in rule if key not in RULE_KEYS]
     if unknown:
         raise PipelineConfigError(f"{source}: {label}: unknown key `{unknown[0]}`; use {_listed(RULE_KEYS)}")
     unique = rule.get("unique", ())
-    if not isinstance(unique, list | tuple):
+    if not isinstance(unique, (list, tuple)):
         raise PipelineConfigError(f"{source}: {label}: `unique` takes a list of column names, e.g. [order_id]")
     try:
         return Expectation(name=name, action=rule.get("action", "warn"), expect=rule.get("expect"), unique=unique)
