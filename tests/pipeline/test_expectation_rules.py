@@ -173,6 +173,7 @@ def test_the_python_api_holds_rules_to_the_same_shape():
         ExpectationSet(tables={"a b/c": ()})
 
 
+@pytest.mark.parametrize("command", [["run", "--lake", "lake", "--landing", "landing", "--until-idle"], ["demo"]])
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -180,8 +181,8 @@ def test_the_python_api_holds_rules_to_the_same_shape():
         ("tables: {purchase: [{name: p, expect: 'a > 0', action: block}]}\n", "rules.yaml: table `purchase`, rule `p`: action `block`"),
     ],
 )  # fmt: skip
-def test_streamops_run_refuses_a_bad_rules_file_in_one_line_before_spark_starts(
-    tmp_path, monkeypatch, capsys, text, says
+def test_a_bad_rules_file_is_refused_in_one_line_before_spark_starts(
+    tmp_path, monkeypatch, capsys, command, text, says
 ):
     from streamops.cli import main
 
@@ -189,7 +190,8 @@ def test_streamops_run_refuses_a_bad_rules_file_in_one_line_before_spark_starts(
     (tmp_path / "landing").mkdir()
     if text is not None:
         write(tmp_path, "rules.yaml", text)
-    code = main(["run", "--lake", "lake", "--landing", "landing", "--until-idle", "--expectations", "rules.yaml"])
+    code = main([*command, "--expectations", "rules.yaml"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and err.startswith(f"streamops: error: {says}"), err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["landing", "rules.yaml"][: 2 if text else 1]

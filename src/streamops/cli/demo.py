@@ -17,6 +17,7 @@ DEMO_EXAMPLE = """examples:
   streamops demo                                   # until Ctrl-C; console on http://127.0.0.1:8501
   streamops demo --duration 300 --rate 500 --event-types 20 --workdir /tmp/streamops-demo
   streamops demo --kafka-bootstrap 127.0.0.1:9092 --topic demo-events
+  streamops demo --expectations rules.yaml         # data-quality rules on every batch (see streamops run)
 
 what runs: a drifting load with bad records (the generator) lands files in WORKDIR/landing (or
 produces them to a Kafka topic that bronze reads), the pipeline ingests them into WORKDIR/lake
@@ -48,6 +49,12 @@ def register(subcommands: Subcommands) -> None:
     demo.add_argument("--console-port", type=int, default=8501, help="console port (default 8501)")
     demo.add_argument("--metrics-port", type=int, default=9108, help="Prometheus metrics port (default 9108)")
     demo.add_argument("--delta", choices=CONNECTORS, default="embedded", help="the Delta connector (see streamops run)")
+    demo.add_argument(
+        "--expectations",
+        type=Path,
+        metavar="FILE",
+        help="data-quality rules checked on every batch (see streamops run)",
+    )
     kafka = demo.add_argument_group("the load through Kafka instead of landing files")
     kafka.add_argument(
         "--kafka-bootstrap", metavar="HOST:PORT[,...]",
@@ -61,6 +68,8 @@ def register(subcommands: Subcommands) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from streamops.pipeline.demo import DemoOptions, run_demo
+    from streamops.pipeline.expectations.rules import NO_EXPECTATIONS
+    from streamops.pipeline.expectations.rules_file import load_expectations
 
     return run_demo(
         DemoOptions(
@@ -73,5 +82,6 @@ def _demo(args: argparse.Namespace) -> int:
             delta=args.delta,
             kafka_bootstrap=args.kafka_bootstrap,
             topic=args.topic,
+            expectations=NO_EXPECTATIONS if args.expectations is None else load_expectations(args.expectations),
         )
     )

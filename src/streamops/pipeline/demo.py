@@ -30,6 +30,7 @@ from typing import Callable, TextIO
 from streamops.core.lake_layout import DELTA_LOG_DIR, LakeLayout
 from streamops.pipeline.delta_connector.connector import ConnectorName
 from streamops.pipeline.exceptions import DemoError
+from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
 from streamops.pipeline.generator.event_catalog import MAX_EVENT_TYPES
 from streamops.pipeline.generator.kafka_writer import KafkaTarget
 from streamops.pipeline.generator.load_feed import KafkaFeed, LandingFeed, LoadFeed
@@ -64,6 +65,8 @@ class DemoOptions:
     """Produce the load to a Kafka topic at these brokers, and have bronze read it, instead of
     landing files."""
     topic: str | None = None
+    expectations: ExpectationSet = NO_EXPECTATIONS
+    """Data-quality rules the pipeline checks on every batch (`--expectations FILE`)."""
 
     def __post_init__(self) -> None:
         if self.topic is not None and self.kafka_bootstrap is None:
@@ -324,6 +327,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
                     metrics_host=HOST,
                     silver=SilverSettings(types_per_group=options.types_per_group),
                     delta=options.delta,
+                    expectations=options.expectations,
                 ),
                 on_start=signals.on_start,
             )
