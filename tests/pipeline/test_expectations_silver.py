@@ -3,20 +3,25 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from small_landing import event, write_events
 
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.read import read_delta
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.landing_input import LandingInput
-from streamops.pipeline.delta_connector.connector import CONNECTORS, connector_for
+from streamops.pipeline.delta_connector.connector import CONNECTORS, DeltaConnector, connector_for
 from streamops.pipeline.expectations.rules import Expectation, ExpectationSet
 from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.registry.schema_registry import SchemaRegistry
+from streamops.pipeline.registry.silver_schemas import silver_schemas
 from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
-from streamops.pipeline.silver.silver_stream import SilverSettings
+from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
 
 RULES = ExpectationSet(
     default=(Expectation("has_user", "warn", expect="user IS NOT NULL"),),
@@ -73,7 +78,7 @@ def checked(spark, tmp_path_factory, request):
         silver=SilverSettings(types_per_group=1, expectations=RULES),
     )
     supervisor = Supervisor(spark, settings, connector_for(request.param, spark), Unmonitored(), log=lambda _: None)
-    return lake, supervisor.run_until_idle()
+    return lake, supervisor.run_until_idle(), request.param
 
 
 def rows(path: Path) -> list[dict]:
@@ -85,7 +90,7 @@ def counts(lake: LakeLayout) -> list[dict]:
 
 
 def test_passed_and_failed_add_up_to_the_rows_seen_and_failed_is_the_known_count(checked):
-    lake, _ = checked
+    lake, _, _ = checked
     passed: dict[tuple[str, str], int] = defaultdict(int)
     failed: dict[tuple[str, str], int] = defaultdict(int)
     for row in counts(lake):
@@ -99,7 +104,7 @@ def test_passed_and_failed_add_up_to_the_rows_seen_and_failed_is_the_known_count
 
 
 def test_dropped_rows_are_quarantined_with_every_rule_they_failed_and_not_in_silver(checked):
-    lake, _ = checked
+    lake, _, _ = checked
     quarantined = {
         r["raw_text"] and eval_id(r["raw_text"]): r["detail"]
         for r in rows(lake.bronze_quarantine)
@@ -122,14 +127,14 @@ def eval_id(raw_text: str) -> str:
 
 
 def test_a_rule_on_a_column_the_table_does_not_have_is_not_applicable(checked):
-    lake, _ = checked
+    lake, _, _ = checked
     coupon = [r for r in counts(lake) if r["expectation"] == "has_coupon"]
     assert coupon and all(not r["applicable"] and r["passed"] == r["failed"] == 0 for r in coupon)
     assert {r["table"] for r in coupon} == {"purchase"}
 
 
 def test_counts_name_the_table_version_the_batch_wrote_once_per_batch(checked):
-    lake, _ = checked
+    lake, _, _ = checked
     written = counts(lake)
     assert (
         Counter((r["stream"], r["batch_id"], r["table"], r["expectation"]) for r in written).most_common(1)[0][1] == 1
@@ -142,7 +147,7 @@ def test_counts_name_the_table_version_the_batch_wrote_once_per_batch(checked):
 
 
 def test_a_fail_rule_stops_its_group_alone_and_writes_nothing_of_the_batch(checked):
-    lake, report = checked
+    lake, report, _ = checked
     assert list(report.failures) == ["silver_refund"]
     message = report.failures["silver_refund"][0]
     for part in ("small_refund", "`refund`", "batch 0", "1 rows"):
@@ -150,3 +155,52 @@ def test_a_fail_rule_stops_its_group_alone_and_writes_nothing_of_the_batch(check
     assert report.failed
     assert not (lake.silver("refund") / "_delta_log").exists() or rows(lake.silver("refund")) == []
     assert not [r for r in counts(lake) if r["table"] == "refund"], "a batch that stopped counts nothing"
+
+
+class CountsWriteCrash(Exception):
+    """The driver dying between the silver commits and the counts' commit."""
+
+
+@dataclass(frozen=True)
+class CrashingBeforeCounts:
+    """The run's connector, except that writing `_system/expectations` fails."""
+
+    connector: DeltaConnector
+    counts_table: str
+
+    def __getattr__(self, name: str):
+        return getattr(self.connector, name)
+
+    def write_batch(self, table, data, commit):
+        if str(table) == self.counts_table:
+            raise CountsWriteCrash()
+        return self.connector.write_batch(table, data, commit)
+
+
+def test_a_batch_replayed_after_a_crash_before_its_counts_writes_them_once_with_the_same_numbers(
+    checked, spark, tmp_path
+):
+    source, _, connector_name = checked
+    lake = LakeLayout.at(tmp_path / "lake")
+    shutil.copytree(str(source.root), str(lake.root))
+    connector = connector_for(connector_name, spark)
+    bronze = spark.createDataFrame(read_delta(str(lake.bronze_events)).to_pandas())
+    schemas = silver_schemas(SchemaRegistry.load(lake.schema_registry), ["purchase"])
+    commit = BatchCommitInfo("silver_replayed", 0)
+    settings = SilverSettings(expectations=RULES)
+    crashing = CrashingBeforeCounts(connector, str(lake.expectations))
+    with pytest.raises(CountsWriteCrash):
+        SilverGroupWriter(lake, crashing, "replayed", settings, Unmonitored()).write(bronze, schemas, commit)
+    silver_after_crash = rows(lake.silver("purchase"))
+    result = SilverGroupWriter(lake, connector, "replayed", settings, Unmonitored()).write(bronze, schemas, commit)
+    assert rows(lake.silver("purchase")) == silver_after_crash, "the replay wrote no silver row again"
+    replayed = [r for r in counts(lake) if r["stream"] == "silver_replayed"]
+    assert {(r["expectation"], r["failed"]) for r in replayed if r["applicable"]} == {
+        (rule, n) for (table, rule), n in EXPECTED_FAILED.items() if table == "purchase"
+    }
+    assert all(r["passed"] + r["failed"] == ROWS_SEEN["purchase"] for r in replayed if r["applicable"])
+    version = {r["version"] for r in replayed}
+    assert len(version) == 1 and None not in version
+    assert [c.failed for c in result.expectations if c.expectation == "price_nonneg"] == [2]
+    SilverGroupWriter(lake, connector, "replayed", settings, Unmonitored()).write(bronze, schemas, commit)
+    assert len([r for r in counts(lake) if r["stream"] == "silver_replayed"]) == len(replayed), "counted once"

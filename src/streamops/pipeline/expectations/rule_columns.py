@@ -25,13 +25,19 @@ key values; a row with a null in any key column passes (null equals nothing, as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
 
 from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.expectations.rules import Action, Expectation
-from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, folded
+from streamops.pipeline.records.column_names import (
+    LINEAGE_COLUMNS,
+    NESTED_SEPARATOR,
+    RESCUED_DATA_COLUMN,
+    column_name,
+    folded,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -92,16 +98,18 @@ def table_rules(
     )
 
     def resolves(chosen: tuple[Expectation, ...]) -> bool:
+        """Whether the columns resolve every rule of `chosen`; a rule that fails for another
+        reason than a name (a type mismatch) stops the batch with one line naming it."""
         from pyspark.errors import AnalysisException
 
         try:
             columns.select(*[c for rule in chosen for c in _referenced(rule)])
         except AnalysisException as error:
             condition = error.getCondition() or ""
-            if not condition.startswith(NOT_APPLICABLE_CONDITIONS):
+            if len(chosen) == 1 and not condition.startswith(NOT_APPLICABLE_CONDITIONS):
                 raise PipelineConfigError(
-                    f"expectation `{chosen[0].name if len(chosen) == 1 else '...'}` of table `{table}` "
-                    f"cannot be evaluated on its columns ({condition}): fix the rule and restart"
+                    f"expectation `{chosen[0].name}` cannot be evaluated on the columns of table `{table}` "
+                    f"({condition}): fix the rule, then restart the run"
                 ) from error
             return False
         return True
@@ -143,12 +151,10 @@ def rule_scopes(
 
 
 def _flat_names(schema: dict[str, Any], prefix: str = "") -> list[str]:
-    from streamops.pipeline.records.column_names import NESTED_SEPARATOR, column_name
-
     names = []
-    for field in schema["fields"]:
-        name = prefix + column_name(field["name"])
-        kind = field["type"]
+    for entry in schema["fields"]:
+        name = prefix + column_name(entry["name"])
+        kind = entry["type"]
         if isinstance(kind, dict) and kind.get("type") == "struct":
             names += _flat_names(kind, name + NESTED_SEPARATOR)
         else:
@@ -169,20 +175,20 @@ def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: 
     for scope in scopes:
         exposed = [*flat_columns(F.col(scope.struct), scope.schema), *[F.col(name) for name in table_columns]]
         selects.append((packed, *exposed))
-        field = F.col(row).getField
+        packed_field = F.col(row).getField
         failed = None
         for rules in scope.tables:
-            value = _failures(rules, field, event_type)
-            condition = field(event_type) == F.lit(rules.table)
+            value = _failures(rules, packed_field, event_type)
+            condition = packed_field(event_type) == F.lit(rules.table)
             failed = F.when(condition, value) if failed is None else failed.when(condition, value)
-        failed = field(FAILED_COLUMN) if failed is None else failed.otherwise(field(FAILED_COLUMN))
+        failed = packed_field(FAILED_COLUMN) if failed is None else failed.otherwise(packed_field(FAILED_COLUMN))
         selects.append(
-            tuple(field(name).alias(name) if name != FAILED_COLUMN else failed.alias(FAILED_COLUMN) for name in working)
+            tuple(failed.alias(name) if name == FAILED_COLUMN else packed_field(name).alias(name) for name in working)
         )
     return selects
 
 
-def _failures(rules: TableRules, field, event_type: str) -> Column:
+def _failures(rules: TableRules, packed_field: Callable[[str], Column], event_type: str) -> Column:
     """The names of the rules of `rules.table` the row fails, evaluated in its scope."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -193,7 +199,9 @@ def _failures(rules: TableRules, field, event_type: str) -> Column:
             fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
         else:
             keys = [F.col(name) for name in rule.unique]
-            order = Window.partitionBy(field(event_type), *keys).orderBy(*[field(n) for n in UNIQUE_ORDER])
+            order = Window.partitionBy(packed_field(event_type), *keys).orderBy(
+                *[packed_field(n) for n in UNIQUE_ORDER]
+            )
             no_null_key = F.lit(True)
             for key in keys:
                 no_null_key = no_null_key & key.isNotNull()
@@ -224,7 +232,8 @@ def tally_items(event_type: Column, failed: Column) -> Column:
 @dataclass(frozen=True)
 class TableCounts:
     evaluated: int = 0
-    failed: dict[str, int] | None = None
+    failed: dict[str, int] = field(default_factory=dict)
+    """Rule -> rows that failed it."""
 
 
 def counted(item_tallies: dict[str, dict[str, int]]) -> dict[str, TableCounts]:

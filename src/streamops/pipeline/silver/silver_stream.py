@@ -322,7 +322,7 @@ def expectation_counts(report: BatchReport, rules: dict[str, TableRules]) -> tup
         written = report.tables.get(table)
         version = written.version if written is not None else None
         for rule in rules[table].applicable:
-            failed = (tally.failed or {}).get(rule.name, 0)
+            failed = tally.failed.get(rule.name, 0)
             found.append(ExpectationCount(table, rule.name, rule.action, tally.evaluated - failed, failed, version))
         for rule in rules[table].not_applicable:
             found.append(ExpectationCount(table, rule.name, rule.action, 0, 0, version, applicable=False))
