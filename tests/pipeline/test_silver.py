@@ -60,7 +60,7 @@ def drained(spark, tmp_path_factory, request):
     root = tmp_path_factory.mktemp(f"drained_{request.param}")
     manifest = generate(
         GeneratorSettings(
-            out=root / "landing", events=4000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=500
+            out=root / "landing", events=2000, event_types=12, drift=0.5, bad=0.01, seed=3, events_per_file=250
         )
     )
     lake = LakeLayout.at(root / "lake")
