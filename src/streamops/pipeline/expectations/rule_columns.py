@@ -5,7 +5,8 @@ A rule is Spark SQL over the table's columns as the silver table names them (fla
 `parent__child`, the lineage columns, `_rescued_data`), while in the projection a row's typed
 fields sit in a struct. Each rule is resolved by Spark itself, never rewritten as text: the
 projection gets one *scope* per struct of parsed rows (a select that exposes that struct's
-flat columns under their table names, the working columns packed into one struct beside them)
+flat columns under their table names, the working columns beside them under names no table
+column takes)
 and the next select evaluates the scope's rules with `F.expr`, writes the failures into the
 row and unpacks the working columns again. Spark's optimizer collapses the selects, keeping
 the parsed struct computed once, so the rules cost no job and no second read.
@@ -16,8 +17,9 @@ is not applicable and is not evaluated.
 
 Rows evaluated: the rows of a table's event type that reached their table's route in the batch
 (all of them under on_incompatible=rescue; under quarantine or fail_group, not those a schema
-change held back). Each counts once as evaluated and once per rule it failed, so per rule
-passed = evaluated - failed. A row passes a rule when the expression is true (false or null
+change held back). They are counted in the write's own tallies: the rows its route got, plus
+the rows a drop or fail rule held out of it (a tally item), and each row once per rule it failed
+(a tally item per rule; a passing row carries none), so per rule passed = evaluated - failed. A row passes a rule when the expression is true (false or null
 fails). `unique` rules: among a table's evaluated rows of one batch, ordered by bronze batch,
 landing file, ingest time, event time and payload, a row fails when an earlier row has the same
 key values; a row with a null in any key column passes (null equals nothing, as in SQL).
@@ -43,11 +45,13 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
 FAILED_COLUMN = "_expect_failed"
-"""array<string>: the rules a row failed (null until its table's scope evaluated it)."""
-ROW_COLUMN = "_streamops_row"
-"""The working columns, packed while a scope exposes a table's columns by their names."""
+"""array<string>: the rules a row failed, each as `action\\x00name`, so what a row's failures make
+it do is read from them alone, at a cost only a failing row pays (null until its table's scope
+evaluated it)."""
+WORKING_PREFIX = "_streamops_working_"
+"""The working columns' names while a scope exposes a table's columns by theirs."""
 ITEM_SEPARATOR = "\x00"
-EVALUATED_ITEM = "expect_evaluated"
+HELD_ITEM = "expect_held"
 FAILED_ITEM = "expect_failed"
 NOT_APPLICABLE_CONDITIONS = ("UNRESOLVED_COLUMN", "FIELD_NOT_FOUND", "UNRESOLVED_FIELD")
 """Spark's error conditions for a name the table's columns do not resolve (schema drift)."""
@@ -162,33 +166,66 @@ def _flat_names(schema: dict[str, Any], prefix: str = "") -> list[str]:
     return names
 
 
-def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: str) -> list[tuple[Column, ...]]:
+def rule_selects(
+    scopes: list[RuleScope], working: tuple[str, ...], event_type: str, computed: dict[str, Column]
+) -> list[tuple[Column, ...]]:
     """The selects that evaluate every scope's rules over rows with the `working` columns (which
-    include FAILED_COLUMN, `event_type` and the lineage columns): two per scope, the same
-    columns out as in."""
+    include FAILED_COLUMN, `event_type`, the lineage columns and each scope's struct): two per
+    scope. The first renames the working columns apart and exposes the table columns the scope's
+    rules may name; the second evaluates the rules and renames back. `computed` columns (over the
+    working ones) are made in the first select and kept; a scope's struct is dropped after its
+    last scope. A select carrying a wide struct runs without whole-stage code generation (Spark
+    stops fusing operators past `spark.sql.codegen.maxFields`), so no struct goes further than
+    the rules that read it."""
     from pyspark.sql import functions as F
 
-    row = _free_name(ROW_COLUMN, {folded(n) for s in scopes for n in _flat_names(s.schema)})
-    packed = F.struct(*[F.col(name) for name in working]).alias(row)
+    taken = {folded(n) for s in scopes for n in _flat_names(s.schema)}
+    names = [*working, *computed]
+    hidden = {name: _free_name(f"{WORKING_PREFIX}{index}", taken) for index, name in enumerate(names)}
     table_columns = [*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN]
     selects: list[tuple[Column, ...]] = []
-    for scope in scopes:
-        exposed = [*flat_columns(F.col(scope.struct), scope.schema), *[F.col(name) for name in table_columns]]
-        selects.append((packed, *exposed))
-        packed_field = F.col(row).getField
+    current = list(working)
+
+    def working_column(name: str) -> Column:
+        return F.col(hidden[name])
+
+    for index, scope in enumerate(scopes):
+        named = zip(_flat_names(scope.schema), flat_columns(F.col(scope.struct), scope.schema))
+        texts = [folded(_text(rule)) for rules in scope.tables for rule in rules.applicable]
+        exposed = [column for name, column in named if _may_name(name, texts)]
+        exposed += [F.col(name) for name in table_columns]
+        made = [column.alias(hidden[name]) for name, column in computed.items()] if index == 0 else []
+        selects.append((*[F.col(name).alias(hidden[name]) for name in current], *made, *exposed))
+        if index == 0:
+            current += list(computed)
+        later = {s.struct for s in scopes[index + 1 :]}
+        current = [name for name in current if name not in {s.struct for s in scopes} - later]
         failed = None
         for rules in scope.tables:
-            value = _failures(rules, packed_field, event_type)
-            condition = packed_field(event_type) == F.lit(rules.table)
+            value = _failures(rules, working_column, event_type)
+            condition = working_column(event_type) == F.lit(rules.table)
             failed = F.when(condition, value) if failed is None else failed.when(condition, value)
-        failed = packed_field(FAILED_COLUMN) if failed is None else failed.otherwise(packed_field(FAILED_COLUMN))
+        failed = working_column(FAILED_COLUMN) if failed is None else failed.otherwise(working_column(FAILED_COLUMN))
         selects.append(
-            tuple(failed.alias(name) if name == FAILED_COLUMN else packed_field(name).alias(name) for name in working)
+            tuple(failed.alias(name) if name == FAILED_COLUMN else working_column(name).alias(name) for name in current)
         )
     return selects
 
 
-def _failures(rules: TableRules, packed_field: Callable[[str], Column], event_type: str) -> Column:
+def _text(rule: Expectation) -> str:
+    return rule.expect if rule.expect is not None else " ".join(f"`{name}`" for name in rule.unique)
+
+
+def _may_name(column: str, texts: list[str]) -> bool:
+    """Whether any of the rules' texts may name `column` (a superset of what Spark resolves: the
+    name, or its backtick-quoted spelling, occurs in it; a `*` may name every column). Exposing
+    only these keeps the scope's select as small as its rules, which Spark analyses every batch."""
+    name = folded(column)
+    quoted = name.replace("`", "``")
+    return any("*" in text or name in text or quoted in text for text in texts)
+
+
+def _failures(rules: TableRules, working_column: Callable[[str], Column], event_type: str) -> Column:
     """The names of the rules of `rules.table` the row fails, evaluated in its scope."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -199,14 +236,14 @@ def _failures(rules: TableRules, packed_field: Callable[[str], Column], event_ty
             fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
         else:
             keys = [F.col(name) for name in rule.unique]
-            order = Window.partitionBy(packed_field(event_type), *keys).orderBy(
-                *[packed_field(n) for n in UNIQUE_ORDER]
+            order = Window.partitionBy(working_column(event_type), *keys).orderBy(
+                *[working_column(n) for n in UNIQUE_ORDER]
             )
             no_null_key = F.lit(True)
             for key in keys:
                 no_null_key = no_null_key & key.isNotNull()
             fails = no_null_key & (F.row_number().over(order) > F.lit(1))
-        checks.append(F.when(fails, F.lit(rule.name)))
+        checks.append(F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}")))
     return F.array_compact(F.array(*checks)) if checks else F.array().cast("array<string>")
 
 
@@ -217,16 +254,30 @@ def _free_name(base: str, taken: set[str]) -> str:
     return name
 
 
-def tally_items(event_type: Column, failed: Column) -> Column:
-    """A row's tally items: its table evaluated it, and each rule it failed."""
+def failed_names(failed: Column) -> Column:
+    """The names of the rules in a FAILED_COLUMN value."""
+    from pyspark.sql import functions as F
+
+    return F.transform(failed, lambda rule: F.substring_index(rule, ITEM_SEPARATOR, -1))
+
+
+def fails_action(failed: Column, action: Action) -> Column:
+    """Whether a FAILED_COLUMN value holds a rule whose action is `action`."""
+    from pyspark.sql import functions as F
+
+    return F.exists(failed, lambda rule: rule.startswith(f"{action}{ITEM_SEPARATOR}"))
+
+
+def tally_items(event_type: Column, failed: Column, held: Column) -> Column:
+    """A failing row's tally items: each rule it failed, and whether a rule held it out of its
+    table (dropped or halted); null for a passing row, which costs nothing to count: its table's
+    route counts it."""
     from pyspark.sql import functions as F
 
     separator = F.lit(ITEM_SEPARATOR)
-    evaluated = F.concat(F.lit(EVALUATED_ITEM), separator, event_type)
-    return F.concat(
-        F.array(evaluated),
-        F.transform(failed, lambda rule: F.concat(F.lit(FAILED_ITEM), separator, event_type, separator, rule)),
-    )
+    failures = F.transform(failed, lambda rule: F.concat(F.lit(FAILED_ITEM), separator, event_type, separator, rule))
+    held_item = F.array(F.concat(F.lit(HELD_ITEM), separator, event_type))
+    return F.when(F.size(failed) > 0, F.when(held, F.concat(held_item, failures)).otherwise(failures))
 
 
 @dataclass(frozen=True)
@@ -236,16 +287,19 @@ class TableCounts:
     """Rule -> rows that failed it."""
 
 
-def counted(item_tallies: dict[str, dict[str, int]]) -> dict[str, TableCounts]:
-    """Table -> rows evaluated and failed per rule, over every route of the batch."""
-    evaluated: dict[str, int] = {}
+def counted(
+    tallies: dict[str, dict[str, int]], item_tallies: dict[str, dict[str, int]], tables: set[str]
+) -> dict[str, TableCounts]:
+    """Of each of `tables`: rows evaluated (those its route got, and those a rule held out of it)
+    and rows failed per rule, over every route of the batch."""
+    evaluated = {table: sum(tallies.get(table, {}).values()) for table in tables}
     failed: dict[str, dict[str, int]] = {}
     for items in item_tallies.values():
         for item, rows in items.items():
             parts = item.split(ITEM_SEPARATOR)
-            if parts[0] == EVALUATED_ITEM and len(parts) == 2:
-                evaluated[parts[1]] = evaluated.get(parts[1], 0) + rows
-            elif parts[0] == FAILED_ITEM and len(parts) == 3:
+            if parts[0] == HELD_ITEM and len(parts) == 2 and parts[1] in evaluated:
+                evaluated[parts[1]] += rows
+            elif parts[0] == FAILED_ITEM and len(parts) == 4:
                 by_rule = failed.setdefault(parts[1], {})
-                by_rule[parts[2]] = by_rule.get(parts[2], 0) + rows
-    return {table: TableCounts(evaluated.get(table, 0), failed.get(table, {})) for table in {*evaluated, *failed}}
+                by_rule[parts[3]] = by_rule.get(parts[3], 0) + rows
+    return {table: TableCounts(evaluated[table], failed.get(table, {})) for table in tables}

@@ -39,6 +39,8 @@ from streamops.pipeline.expectations.rule_columns import (
     RuleScope,
     TableRules,
     counted,
+    failed_names,
+    fails_action,
     rule_scopes,
     rule_selects,
     table_rules,
@@ -316,8 +318,8 @@ def expectation_counts(report: BatchReport, rules: dict[str, TableRules]) -> tup
     """Per table the batch had rows of, and per rule: rows passed and failed (0 and 0 for a rule
     its columns do not resolve), with the table version the batch wrote."""
     found = []
-    for table, tally in sorted(counted(report.item_tallies).items()):
-        if table not in rules or not tally.evaluated:
+    for table, tally in sorted(counted(report.tallies, report.item_tallies, set(rules)).items()):
+        if not tally.evaluated:
             continue
         written = report.tables.get(table)
         version = written.version if written is not None else None
@@ -448,8 +450,10 @@ def silver_routes(
         *parsed,
     )
     layers = {members: F.col(name) for name, (members, _) in parsed.items()}
-    last = _routed_by_rules(schemas, rules, layers)
-    return SilverRoutes(condition, (first, *rule_selects(scopes, working, "event_type"), last), rules)
+    typed = {TYPED_COLUMN: typed_payload(schemas, event_type, schema_hash, payload, layers)}
+    return SilverRoutes(
+        condition, (first, *rule_selects(scopes, working, "event_type", typed), _routed_by_rules(rules)), rules
+    )
 
 
 def _rule_scopes(
@@ -475,9 +479,7 @@ def _rule_scopes(
     return parsed, scopes
 
 
-def _routed_by_rules(
-    schemas: dict[str, SilverSchema], rules: dict[str, TableRules], layers: dict[tuple[str, ...], Column]
-) -> tuple[Column, ...]:
+def _routed_by_rules(rules: dict[str, TableRules]) -> tuple[Column, ...]:
     """The last select: a row its table evaluated goes to the halt route if it failed a `fail`
     rule, else to the quarantine (reason `expectation`, the rules it failed) if it failed a `drop`
     rule; every evaluated row carries its tally items."""
@@ -486,28 +488,20 @@ def _routed_by_rules(
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
     failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
     evaluated = (route == event_type) & event_type.isin(sorted(rules))
-
-    def failed_any(action: str) -> Column:
-        found = F.lit(False)
-        for table, table_rules_ in sorted(rules.items()):
-            names = table_rules_.names(action)  # type: ignore[arg-type]
-            if names:
-                found = found | ((event_type == F.lit(table)) & F.arrays_overlap(failed, F.array(*map(F.lit, names))))
-        return evaluated & found
-
-    halt, drop = failed_any("fail"), failed_any("drop")
+    halt = evaluated & fails_action(failed, "fail")
+    drop = evaluated & fails_action(failed, "drop")
     dropped = ~halt & drop
     return (
         F.when(halt, F.lit(HALT_ROUTE)).when(drop, F.lit(QUARANTINE_ROUTE)).otherwise(route).alias(ROUTE_COLUMN),
         F.col(TALLY_COLUMN),
         event_type,
         F.col("payload"),
-        typed_payload(schemas, event_type, F.col("schema_hash"), F.col("payload"), layers).alias(TYPED_COLUMN),
+        F.col(TYPED_COLUMN),
         F.col(RESCUED_DATA_COLUMN),
         *[F.col(name) for name in LINEAGE_COLUMNS],
         F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(F.col("_q_reason")).alias("_q_reason"),
-        F.when(dropped, F.array_join(failed, ", ")).otherwise(F.col("_q_detail")).alias("_q_detail"),
-        F.when(evaluated, tally_items(event_type, failed)).alias(TALLY_ITEMS_COLUMN),
+        F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(F.col("_q_detail")).alias("_q_detail"),
+        F.when(evaluated, tally_items(event_type, failed, halt | drop)).alias(TALLY_ITEMS_COLUMN),
     )
 
 
