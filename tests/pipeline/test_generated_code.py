@@ -63,9 +63,9 @@ def test_batches_after_the_first_compile_no_new_code(spark, tmp_path, monkeypatc
     built = []
     build_routes = silver_stream.silver_routes
 
-    def routes(schemas, on_incompatible):
+    def routes(schemas, on_incompatible, rules=None):
         built.append(sorted(schemas))
-        return build_routes(schemas, on_incompatible)
+        return build_routes(schemas, on_incompatible, rules)
 
     monkeypatch.setattr(BronzeBatchWriter, "__call__", bronze)
     monkeypatch.setattr(SilverGroupWriter, "write", silver)
