@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamops.monitor.metric_catalog import EXPECTATION_RECORDS
+from streamops.monitor.metric_catalog import EXPECTATION_RECORDS, QUARANTINED_ROWS
 from streamops.monitor.stream_monitor import StreamMonitor
 from streamops.pipeline.pipeline_events import (
     CdcBatchResult,
@@ -56,8 +56,10 @@ def scraped(monitor: StreamMonitor) -> dict[tuple[str, str, str, str], float]:
     }
 
 
-def silver_batch(batch_id: int, *counts: ExpectationCount) -> SilverBatchResult:
-    return SilverBatchResult("g0001", batch_id, {}, {}, 0, (), expectations=counts)
+def silver_batch(
+    batch_id: int, *counts: ExpectationCount, quarantined: dict[str, int] | None = None
+) -> SilverBatchResult:
+    return SilverBatchResult("g0001", batch_id, {}, {}, quarantined or {}, (), expectations=counts)
 
 
 def test_each_batch_adds_its_passed_and_failed_rows_per_table_and_rule(monitor):
@@ -110,6 +112,20 @@ def test_a_rule_the_table_cannot_evaluate_yet_has_no_series(monitor):
         ("silver_g0001", "login", "has_id", "passed"): 12,
         ("silver_g0001", "login", "has_id", "failed"): 0,
     }
+
+
+def test_rows_drop_rules_quarantined_are_counted_under_their_own_reason(monitor):
+    events = MonitorEvents(monitor)
+    events.silver_committed(silver_batch(0, quarantined={"expectation": 4, "incompatible_type": 2}), {})
+    events.silver_committed(silver_batch(1, quarantined={"expectation": 1}), {})
+    body = urllib.request.urlopen(monitor.exporter_url, timeout=10).read().decode()
+    quarantined = {
+        s.labels["reason"]: s.value
+        for family in text_string_to_metric_families(body)
+        for s in family.samples
+        if s.name == QUARANTINED_ROWS.name
+    }
+    assert quarantined == {"expectation": 5, "incompatible_type": 2}
 
 
 def test_a_batch_without_expectations_exports_no_series(monitor):

@@ -17,7 +17,7 @@ from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import CONNECTORS, DeltaConnector, connector_for
 from streamops.pipeline.expectations.rules import Expectation, ExpectationSet
-from streamops.pipeline.pipeline_events import Unmonitored
+from streamops.pipeline.pipeline_events import SilverBatchResult, Unmonitored
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
 from streamops.pipeline.registry.silver_schemas import silver_schemas
 from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
@@ -65,6 +65,16 @@ EXPECTED_FAILED = {
 ROWS_SEEN = {"purchase": 7, "visit": 3}
 
 
+class SilverResults(Unmonitored):
+    """What the pipeline tells the monitor of each silver batch."""
+
+    def __init__(self) -> None:
+        self.silver: list[SilverBatchResult] = []
+
+    def silver_committed(self, result: SilverBatchResult, schemas) -> None:
+        self.silver.append(result)
+
+
 @pytest.fixture(scope="module", params=CONNECTORS)
 def checked(spark, tmp_path_factory, request):
     """One landing file with known violations, drained once per connector with the rules."""
@@ -77,8 +87,9 @@ def checked(spark, tmp_path_factory, request):
         trigger_seconds=1.0,
         silver=SilverSettings(types_per_group=1, expectations=RULES),
     )
-    supervisor = Supervisor(spark, settings, connector_for(request.param, spark), Unmonitored(), log=lambda _: None)
-    return lake, supervisor.run_until_idle(), request.param
+    events = SilverResults()
+    supervisor = Supervisor(spark, settings, connector_for(request.param, spark), events, log=lambda _: None)
+    return lake, supervisor.run_until_idle(), request.param, events
 
 
 def rows(path: Path) -> list[dict]:
@@ -90,7 +101,7 @@ def counts(lake: LakeLayout) -> list[dict]:
 
 
 def test_passed_and_failed_add_up_to_the_rows_seen_and_failed_is_the_known_count(checked):
-    lake, _, _ = checked
+    lake, _, _, _ = checked
     passed: dict[tuple[str, str], int] = defaultdict(int)
     failed: dict[tuple[str, str], int] = defaultdict(int)
     for row in counts(lake):
@@ -104,7 +115,7 @@ def test_passed_and_failed_add_up_to_the_rows_seen_and_failed_is_the_known_count
 
 
 def test_dropped_rows_are_quarantined_with_every_rule_they_failed_and_not_in_silver(checked):
-    lake, _, _ = checked
+    lake, _, _, events = checked
     quarantined = {
         r["raw_text"] and eval_id(r["raw_text"]): r["detail"]
         for r in rows(lake.bronze_quarantine)
@@ -118,6 +129,10 @@ def test_dropped_rows_are_quarantined_with_every_rule_they_failed_and_not_in_sil
     silver = sorted(r["event_id"] for r in rows(lake.silver("purchase")))
     assert silver == ["purchase-0", "purchase-2", "purchase-5", "purchase-6"], "warn rows stay, drop rows go"
     assert sorted(r["event_id"] for r in rows(lake.silver("visit"))) == ["visit-0", "visit-1", "visit-2"]
+    told = Counter()
+    for result in events.silver:
+        told.update(result.quarantined)
+    assert told == {"expectation": 3}, "the monitor hears of dropped rows under their own reason"
 
 
 def eval_id(raw_text: str) -> str:
@@ -127,14 +142,14 @@ def eval_id(raw_text: str) -> str:
 
 
 def test_a_rule_on_a_column_the_table_does_not_have_is_not_applicable(checked):
-    lake, _, _ = checked
+    lake, _, _, _ = checked
     coupon = [r for r in counts(lake) if r["expectation"] == "has_coupon"]
     assert coupon and all(not r["applicable"] and r["passed"] == r["failed"] == 0 for r in coupon)
     assert {r["table"] for r in coupon} == {"purchase"}
 
 
 def test_counts_name_the_table_version_the_batch_wrote_once_per_batch(checked):
-    lake, _, _ = checked
+    lake, _, _, _ = checked
     written = counts(lake)
     assert (
         Counter((r["stream"], r["batch_id"], r["table"], r["expectation"]) for r in written).most_common(1)[0][1] == 1
@@ -147,7 +162,7 @@ def test_counts_name_the_table_version_the_batch_wrote_once_per_batch(checked):
 
 
 def test_a_fail_rule_stops_its_group_alone_and_writes_nothing_of_the_batch(checked):
-    lake, report, _ = checked
+    lake, report, _, _ = checked
     assert list(report.failures) == ["silver_refund"]
     message = report.failures["silver_refund"][0]
     for part in ("small_refund", "`refund`", "batch 0", "1 rows"):
@@ -180,7 +195,7 @@ class CrashingBeforeCounts:
 def test_a_batch_replayed_after_a_crash_before_its_counts_writes_them_once_with_the_same_numbers(
     checked, spark, tmp_path
 ):
-    source, _, connector_name = checked
+    source, _, connector_name, _ = checked
     lake = LakeLayout.at(tmp_path / "lake")
     shutil.copytree(str(source.root), str(lake.root))
     connector = connector_for(connector_name, spark)

@@ -95,7 +95,7 @@ def test_every_accepted_line_reaches_silver_or_is_quarantined_with_a_reason(spar
     )
     writer = SilverGroupWriter(lake, EmbeddedDelta(), "g0001", SilverSettings(), Unmonitored())
     result = writer.write(bronze, schemas, BatchCommitInfo(stream="silver_g0001", batch_id=0))
-    assert result.quarantined == 0, "unfit fields are rescued, nothing is unprocessable"
+    assert result.quarantined == {}, "unfit fields are rescued, nothing is unprocessable"
     assert result.rows_by_type == dict(Counter(v.event_type for v in accepted))
     unfit = Counter(v.event_type for v in accepted if v.schema_hash in schemas[v.event_type].unfit)
     assert sum(

@@ -62,7 +62,8 @@ class SilverBatchResult:
     batch_id: int
     rows_by_type: dict[str, int]
     max_event_time: dict[str, float]
-    quarantined: int
+    quarantined: dict[str, int]
+    """Rows sent to the quarantine, by reason."""
     alerts: tuple[SchemaAlert, ...]
     expectations: tuple[ExpectationCount, ...] = ()
 
@@ -158,8 +159,8 @@ class MonitorEvents:
         stream = silver_stream(result.group)
         if result.max_event_time:
             self.monitor.record_stream_event_time(stream, max(result.max_event_time.values()))
-        if result.quarantined:
-            self.monitor.record_quarantine(stream, "incompatible_type", result.quarantined)
+        for reason, rows in result.quarantined.items():
+            self.monitor.record_quarantine(stream, reason, rows)
         for alert in result.alerts:
             self.monitor.record_schema_alert(alert.event_type)
         self._record_expectations(stream, result.expectations)

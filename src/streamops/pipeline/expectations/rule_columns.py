@@ -303,3 +303,9 @@ def counted(
                 by_rule = failed.setdefault(parts[1], {})
                 by_rule[parts[3]] = by_rule.get(parts[3], 0) + rows
     return {table: TableCounts(evaluated[table], failed.get(table, {})) for table in tables}
+
+
+def held_rows(items: dict[str, int]) -> int:
+    """Of one route's item tallies: the rows rules held out of their tables (on the quarantine
+    route, the rows drop rules sent there)."""
+    return sum(rows for item, rows in items.items() if item.split(ITEM_SEPARATOR)[0] == HELD_ITEM)

@@ -41,6 +41,7 @@ from streamops.pipeline.expectations.rule_columns import (
     counted,
     failed_names,
     fails_action,
+    held_rows,
     rule_scopes,
     rule_selects,
     table_rules,
@@ -270,7 +271,7 @@ class SilverGroupWriter(GroupWriter):
             batch_id=commit.batch_id,
             rows_by_type={t: table.rows for t, table in written.items()},
             max_event_time={t: table.newest for t, table in written.items() if table.newest is not None},
-            quarantined=report.rows(QUARANTINE_ROUTE),
+            quarantined=quarantine_reasons(report),
             alerts=tuple(alerts),
             expectations=counts,
         )
@@ -312,6 +313,14 @@ class SilverGroupWriter(GroupWriter):
                     for change in schema.unfit[variation]
                 ]
         return alerts
+
+
+def quarantine_reasons(report: BatchReport) -> dict[str, int]:
+    """Rows the batch quarantined by reason: those drop rules held out, and those of variations
+    their tables cannot hold."""
+    dropped = held_rows(report.item_tallies.get(QUARANTINE_ROUTE, {}))
+    reasons = {EXPECTATION_REASON: dropped, "incompatible_type": report.rows(QUARANTINE_ROUTE) - dropped}
+    return {reason: rows for reason, rows in reasons.items() if rows}
 
 
 def expectation_counts(report: BatchReport, rules: dict[str, TableRules]) -> tuple[ExpectationCount, ...]:
