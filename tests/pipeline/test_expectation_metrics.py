@@ -2,7 +2,9 @@
 through `MonitorEvents` and a started `StreamMonitor`, read back from its HTTP exporter.
 
 No Spark: the monitor is started on a session whose query manager has no query (what it asks
-Spark for at start and stop), so the counts reach the exporter only through the push API."""
+Spark for at start and stop), so the counts reach the exporter only through the push API. With
+the pipeline's tests, not the monitor's: `MonitorEvents` is the pipeline's and needs its PySpark,
+and CI runs tests/monitor on PySpark 3.5 as well."""
 
 from __future__ import annotations
 
