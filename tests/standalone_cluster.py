@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
 from jvm_options import SHORT_RUN_JAVA_OPTIONS
+from ports import free_port
 
 from streamops.pipeline.exceptions import PipelineConfigError
 
@@ -35,16 +35,10 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
-
-
 class StandaloneCluster:
     def __init__(self, workdir: Path, workers: int = 1, cores: int = 1, memory: str = "2g") -> None:
         self.workdir, self.workers, self.cores, self.memory = Path(workdir), workers, cores, memory
-        self.port, self.ui_port = _free_port(), _free_port()
+        self.port, self.ui_port = free_port(), free_port()
         self._processes: list[subprocess.Popen] = []
 
     @property
@@ -83,7 +77,7 @@ class StandaloneCluster:
                     "--memory",
                     self.memory,
                     "--webui-port",
-                    str(_free_port()),
+                    str(free_port()),
                     "--work-dir",
                     str(self.workdir / f"work-{number}"),
                 )
