@@ -38,7 +38,7 @@ from streamops.pipeline.cdc.change_apply import (
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
 from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
-from streamops.pipeline.delta_connector.connector import create_native_table
+from streamops.pipeline.delta_connector.native_commit import create_native_table
 from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.lake_tables import table_access
 

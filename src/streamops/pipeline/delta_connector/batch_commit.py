@@ -63,12 +63,28 @@ class TableCommit:
     version: int | None = None
 
 
+TableCommitter = Callable[[str, list[DataFile], BatchCommitInfo], "TableCommit"]
+"""Appends a table's files exactly once for the batch: delta-rs's `commit_files` on embedded,
+delta-spark's transactions on native (native_commit.py)."""
+SideBySide = Callable[[Callable[[str], tuple[str, TableReport]], list[str]], Iterable[tuple[str, TableReport]]]
+
+
+def _in_threads(work: Callable[[str], tuple[str, TableReport]], routes: list[str]) -> list[tuple[str, TableReport]]:
+    with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
+        return list(pool.map(work, routes))
+
+
 def commit_written(
-    plan: WritePlan, written: WrittenBatch, before_commit: Callable[[FirstRowsFound], None] | None = None
+    plan: WritePlan,
+    written: WrittenBatch,
+    before_commit: Callable[[FirstRowsFound], None] | None = None,
+    committer: TableCommitter | None = None,
+    side_by_side: SideBySide = _in_threads,
 ) -> BatchReport:
     """Commit what the sink's tasks wrote: nothing if the plan halts on held-back rows and some
     were; else `before_commit` with the first rows found (the files are deleted if it raises),
-    then every table of the plan, stage after stage, the tables of a stage at once."""
+    then every table of the plan with `committer` (delta-rs's `commit_files` by default), stage
+    after stage, the tables of a stage at once (`side_by_side`)."""
     if plan.halt_on_held_rows and any(route not in plan.tables for route in written.tallies):
         delete_files(written.all_files())
         return BatchReport(tallies=written.tallies, halted=True, item_tallies=written.item_tallies)
@@ -83,16 +99,15 @@ def commit_written(
     def commit(route: str) -> tuple[str, TableReport]:
         routed = written.files.get(route, [])
         target = plan.tables[route]
-        done = commit_files(target.path, routed, plan.commit)
+        done = (committer or commit_files)(target.path, routed, plan.commit)
         newest = [f.newest for f in routed if f.newest is not None]
         version = done.version
         if target.report_version and done.status == "skipped":
             version = batch_version(target.path, plan.commit)
         return route, TableReport(done.status, done.rows, len(routed), max(newest) if newest else None, version)
 
-    with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
-        for stage in plan.commit_stages:
-            reports.update(pool.map(commit, stage))
+    for stage in plan.commit_stages:
+        reports.update(side_by_side(commit, list(stage)))
     return BatchReport(tables=reports, tallies=written.tallies, item_tallies=written.item_tallies)
 
 
@@ -168,7 +183,7 @@ def _merge_schema(table: DeltaTable, schemas: list[pa.Schema], commit: BatchComm
     current = pa.schema(table.schema().to_arrow())
     merged = current
     for schema in schemas:
-        merged = _with_columns(merged, schema, table.table_uri)
+        merged = with_columns(merged, schema, table.table_uri)
     if merged.equals(current):
         return current
     write_deltalake(
@@ -183,7 +198,7 @@ def _merge_schema(table: DeltaTable, schemas: list[pa.Schema], commit: BatchComm
     return pa.schema(table.schema().to_arrow())
 
 
-def _with_columns(current: pa.Schema, incoming: pa.Schema, table: str) -> pa.Schema:
+def with_columns(current: pa.Schema, incoming: pa.Schema, table: str) -> pa.Schema:
     fields = list(current)
     for field in incoming:
         index = current.get_field_index(field.name)
@@ -206,7 +221,7 @@ def _merged_type(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
     if old.equals(new) or _same_text(old, new):
         return old
     if pa.types.is_struct(old) and pa.types.is_struct(new):
-        merged = _with_columns(pa.schema(list(old)), pa.schema(list(new)), "")
+        merged = with_columns(pa.schema(list(old)), pa.schema(list(new)), "")
         return pa.struct(list(merged))
     if (pa.types.is_list(old) or pa.types.is_large_list(old)) and (
         pa.types.is_list(new) or pa.types.is_large_list(new)

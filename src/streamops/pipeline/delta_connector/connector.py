@@ -14,33 +14,28 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, Mapping, Protocol, TypeVar, get_args
 
 import pyarrow as pa
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
-from streamops.core.delta_format.read import is_table
-from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import LocationLike
-from streamops.pipeline.delta_connector.batch_commit import commit_written
-from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, TableReport, WrittenBatch
+from streamops.pipeline.delta_connector.batch_commit import TableCommit, commit_written
+from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, WrittenBatch
 from streamops.pipeline.delta_connector.batch_txn import batch_version, table_holds_batch
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
-from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
+from streamops.pipeline.delta_connector.data_files import DataFile
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
-from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
+from streamops.pipeline.delta_connector.native_commit import NativeCommits, WriterRequired, create_native_table
 from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
     ROUTE_COLUMN,
-    TALLY_COLUMN,
-    TALLY_ITEMS_COLUMN,
     TEXT_SUFFIX,
-    FirstRows,
     TableTarget,
     WritePlan,
 )
@@ -52,7 +47,6 @@ from streamops.pipeline.runtime.spark_threads import side_by_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 ConnectorName = Literal["embedded", "native"]
 CONNECTORS: tuple[ConnectorName, ...] = get_args(ConnectorName)
@@ -165,35 +159,29 @@ class EmbeddedDelta:
     def write_routes(
         self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None
     ) -> BatchReport:
-        with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
-            planned = replace(plan, report_path=str(Path(scratch) / "written.pickle"))
-            df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
-            written = WrittenBatch.load(planned.report_path)
-        return commit_written(plan, written, before_commit)
+        return commit_written(plan, _write_files(df, plan), before_commit)
 
     def merge(self, rows: DataFrame, merges: EngineMerges[Result]) -> Result:
         return merges.with_delta_rs(rows.toArrow())
 
 
-SIDE_BY_SIDE_TABLES = 2
-
-
 @dataclass(frozen=True)
 class NativeDelta:
-    """delta-spark's own source and sink: what Databricks, EMR or Kubernetes users of Spark and
-    Delta run. Streams read with `format("delta")` and its options; every table is written by
-    Spark's own Delta writer, one append per table and batch with `txnAppId`/`txnVersion`, which
-    delta-spark skips when the table already holds that version (exactly once across replays).
-    The appends of a stage of at most `SIDE_BY_SIDE_TABLES` tables run side by side
-    (pipeline/runtime/spark_threads.py), so bronze's quarantine append, however small, does not
-    add its own round trips to every batch. A larger stage (a silver group's event types) appends one table
-    after another: Spark runs jobs first come, first served, and a group holding several job
-    slots at once kept bronze's jobs waiting (BENCHMARKS.md, "The two Delta connectors").
-    The batch is persisted on the executors for its tally and its per-table appends, so it is
-    computed once and no row passes through the driver."""
+    """delta-spark's own source and transactions: what Databricks, EMR or Kubernetes users of
+    Spark and Delta run. Streams read with `format("delta")` and its options. A batch's rows are
+    written as on embedded, every table's files by Spark's tasks in one job, and each table is
+    committed by delta-spark's `OptimisticTransaction` with the batch's txn
+    (pipeline/delta_connector/native_commit.py), the tables of a stage side by side: one Spark
+    job per batch, not one per table. A table with a feature only delta-spark's writer enforces
+    (a CHECK constraint, a NOT NULL or generated column, ...) gets its rows through that writer,
+    with `txnAppId`/`txnVersion`."""
 
     spark: SparkSession
     name: ConnectorName = "native"
+    commits: NativeCommits = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "commits", NativeCommits(self.spark))
 
     def read_stream(
         self,
@@ -233,33 +221,24 @@ class NativeDelta:
     ) -> BatchReport:
         from pyspark.sql import functions as F
 
-        df = df.persist()
-        try:
-            tallies, item_tallies = _tallies(df)
-            if plan.halt_on_held_rows and any(route not in plan.tables for route in tallies):
-                return BatchReport(tallies=tallies, halted=True, item_tallies=item_tallies)
-            if before_commit is not None:
-                before_commit(_first_rows(df, plan.first_rows) if plan.first_rows else {})
-            tables: dict[str, TableReport] = {}
+        routes = {target.path: route for route, target in plan.tables.items()}
 
-            def append(route: str) -> None:
-                target = plan.tables[route]
-                self._append(
-                    _native_rows(df.where(F.col(ROUTE_COLUMN) == route), target, plan), target.path, plan.commit
-                )
+        def commit(table: str, files: list[DataFile], batch: BatchCommitInfo) -> TableCommit:
+            try:
+                return self.commits.commit_files(table, files, batch)
+            except WriterRequired:
+                route = routes[table]
+                rows = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), plan.tables[route], plan)
+                self._append(rows, table, batch)
+                return TableCommit("written", sum(f.rows for f in files), batch_version(table, batch))
 
-            for stage in plan.commit_stages:
-                rows = {route: sum(tallies.get(route, {}).values()) for route in stage}
-                written = [route for route in stage if rows[route]]
-                if len(stage) <= SIDE_BY_SIDE_TABLES:
-                    side_by_side(self.spark, append, written)
-                else:
-                    for route in written:
-                        append(route)
-                tables.update({route: _table_report(plan, route, n) for route, n in rows.items()})
-            return BatchReport(tables=tables, tallies=tallies, item_tallies=item_tallies)
-        finally:
-            df.unpersist()
+        return commit_written(
+            plan,
+            _write_files(df, plan),
+            before_commit,
+            committer=commit,
+            side_by_side=lambda work, stage: side_by_side(self.spark, work, stage),
+        )
 
     def merge(self, rows: DataFrame, merges: EngineMerges[Result]) -> Result:
         return merges.with_delta_spark(rows)
@@ -276,70 +255,13 @@ class NativeDelta:
         )
 
 
-def create_native_table(
-    spark: SparkSession,
-    table: LocationLike,
-    columns: StructType,
-    configuration: Mapping[str, str] = TABLE_CONFIGURATION,
-) -> None:
-    """An empty table with `columns`, unless one exists, created by delta-spark: a log a kill cut
-    short at creation is cleared first (pipeline/delta_connector/cut_short_creation.py)."""
-    from delta.tables import DeltaTable as SparkDeltaTable
-
-    if is_table(table):
-        return
-    clear_cut_short_creation(table)
-    builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(columns)
-    for key, value in configuration.items():
-        builder = builder.property(key, value)
-    with SESSION_COMMITS:
-        builder.execute()
-
-
-def _tallies(df: DataFrame) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """Rows per (route, tally value) and per (route, tally item), from one aggregation job: rows
-    are grouped by their whole list of items, whose distinct lists are few (a table's rows
-    differ only in the rules they fail), and the lists are counted out on the driver."""
-    from pyspark.sql import functions as F
-
-    tally = F.col(TALLY_COLUMN) if TALLY_COLUMN in df.columns else F.lit("")
-    has_items = TALLY_ITEMS_COLUMN in df.columns
-    keys = [F.col(ROUTE_COLUMN), tally.alias(TALLY_COLUMN)]
-    if has_items:
-        keys.append(F.col(TALLY_ITEMS_COLUMN))
-    tallies: dict[str, dict[str, int]] = {}
-    items: dict[str, dict[str, int]] = {}
-    for row in df.groupBy(*keys).count().collect():
-        route, rows = row[0], row["count"]
-        counts = tallies.setdefault(route, {})
-        counts[row[1] or ""] = counts.get(row[1] or "", 0) + rows
-        for item in (row[TALLY_ITEMS_COLUMN] if has_items else None) or ():
-            route_items = items.setdefault(route, {})
-            route_items[item] = route_items.get(item, 0) + rows
-    return tallies, items
-
-
-def _table_report(plan: WritePlan, route: str, rows: int) -> TableReport:
-    if not rows:
-        return TableReport("empty")
-    target = plan.tables[route]
-    return TableReport(
-        "written", rows, version=batch_version(target.path, plan.commit) if target.report_version else None
-    )
-
-
-def _first_rows(df: DataFrame, wanted: FirstRows) -> FirstRowsFound:
-    """What the embedded sink's tasks find, as one aggregation job."""
-    from pyspark.sql import functions as F
-
-    rank = F.struct(*[F.col(name) for name in wanted.order_columns])
-    firsts = (
-        df.where(F.col(wanted.flag_column))
-        .groupBy(*wanted.key_columns)
-        .agg(F.min(rank).alias("rank"), F.min_by(wanted.value_column, rank).alias("value"))
-        .collect()
-    )
-    return {tuple(row[name] for name in wanted.key_columns): (tuple(row["rank"]), row["value"]) for row in firsts}
+def _write_files(df: DataFrame, plan: WritePlan) -> WrittenBatch:
+    """Each row of `df` into a data file of its route's table, by Spark's tasks in one job (the
+    executor-side sink, lake_sink.py): what they wrote, for the driver to commit."""
+    with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
+        planned = replace(plan, report_path=str(Path(scratch) / "written.pickle"))
+        df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
+        return WrittenBatch.load(planned.report_path)
 
 
 def _native_rows(df: DataFrame, target: TableTarget, plan: WritePlan) -> DataFrame:

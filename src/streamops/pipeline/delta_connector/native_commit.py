@@ -1,0 +1,233 @@
+"""Commits of the files a batch's tasks wrote, through delta-spark's own transactions (py4j).
+
+Appending with `df.write.format("delta")` costs one Spark job, one snapshot and one commit per
+table; a silver group's batch of a hundred tables made a hundred of each, in sequence. On the
+native connector the executor-side sink now writes every table's files in one job, as on
+embedded, and each table is committed here by delta-spark's `OptimisticTransaction`: its
+protocol checks, conflict detection, checksum and checkpoint hooks are delta-spark's, and the
+commit carries the batch's `txn`, the operation delta-spark's streaming sink records (STREAMING
+UPDATE) and the batch's user metadata, so any reader sees a plain Delta table and the checkpoint
+tools read it as before (BENCHMARKS.md, "Native commits").
+
+The batch's `txn` is read from the snapshot's checksum (the `.crc` delta-spark writes with every
+commit keeps the table's set transactions): `OptimisticTransaction.txnVersion` reconstructs the
+table's whole state in a Spark job to answer it, which costs more than the commit. A table whose
+checksum lacks them is asked the slow way. One run per stream holds the lake's lock, so no other
+writer commits the stream's batches between the check and the commit.
+
+What delta-spark's writer enforces on rows, a commit of files written elsewhere would not: CHECK
+constraints, NOT NULL columns and invariants, generated, identity and default columns, column
+mapping, partition columns. A table with any of them is written through delta-spark's writer
+instead (`WriterRequired`), with one log line per table saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pyarrow as pa
+
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo, txn_holds_batch
+from streamops.core.delta_format.read import is_table
+from streamops.core.lake_layout import TABLE_CONFIGURATION
+from streamops.core.storage.location import LocationLike
+from streamops.pipeline.delta_connector.batch_commit import TableCommit, delete_files, with_columns
+from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
+from streamops.pipeline.delta_connector.data_files import DataFile
+from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+NO_TXN = -1
+"""What delta-spark answers for a stream that never committed to the table."""
+ROW_RULE_CONFIGURATION = "delta.constraints."
+ROW_RULE_FIELD_METADATA = ("delta.invariants", "delta.generationExpression", "delta.identity.", "CURRENT_DEFAULT")
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+
+
+class WriterRequired(Exception):
+    """The table has a feature only delta-spark's writer enforces: write its rows through it."""
+
+
+def _walk_fields(fields: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for column in fields:
+        yield column
+        kind = column["type"]
+        while isinstance(kind, dict):
+            if kind.get("type") == "struct":
+                yield from _walk_fields(kind["fields"])
+                break
+            kind = kind.get("elementType") or kind.get("valueType")
+
+
+def writer_features(metadata: dict[str, Any]) -> str | None:
+    """Why the table's rows must go through delta-spark's writer, or None when files can be
+    committed as they are (`metadata` is the table's metaData action)."""
+    if metadata.get("partitionColumns"):
+        return "it is partitioned"
+    configuration = metadata.get("configuration") or {}
+    if any(key.startswith(ROW_RULE_CONFIGURATION) for key in configuration):
+        return "it has CHECK constraints"
+    if configuration.get(COLUMN_MAPPING_MODE, "none") != "none":
+        return "it uses column mapping"
+    for column in _walk_fields(json.loads(metadata["schemaString"])["fields"]):
+        if not column.get("nullable", True):
+            return f"column `{column['name']}` is NOT NULL"
+        keys = column.get("metadata") or {}
+        if any(key.startswith(prefix) for key in keys for prefix in ROW_RULE_FIELD_METADATA):
+            return f"column `{column['name']}` is generated, an identity, has a default or an invariant"
+    return None
+
+
+def merged_schema_string(schema_string: str, schemas: list[pa.Schema], table: str) -> str | None:
+    """The table's schema JSON with the files' new columns (and new nested fields) added, or None
+    when the files add nothing. Columns the files leave unchanged keep their JSON (comments and
+    other metadata) as it was."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    current_json = json.loads(schema_string)
+    current = to_arrow_schema(StructType.fromJson(current_json), timezone="UTC")
+    merged = current
+    for schema in schemas:
+        merged = with_columns(merged, schema, table)
+    if merged.equals(current):
+        return None
+    kept = {column["name"]: column for column in current_json["fields"]}
+    columns = []
+    for arrow_field, spark_field in zip(merged, from_arrow_schema(merged).fields):
+        old = kept.get(arrow_field.name)
+        unchanged = old is not None and current.field(arrow_field.name).type.equals(arrow_field.type)
+        columns.append(old if unchanged else spark_field.jsonValue())
+    return json.dumps({**current_json, "fields": columns})
+
+
+@dataclass
+class NativeCommits:
+    """Commits through the session's delta-spark: `commit_files` is `batch_commit.commit_files`
+    for the native connector."""
+
+    spark: SparkSession
+    _told: set[str] = field(default_factory=set)
+
+    def commit_files(self, table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
+        """Append `files` to `table` exactly once for (commit.stream, commit.batch_id); raises
+        `WriterRequired` (the files deleted) for a table only delta-spark's writer may write."""
+        if not files:
+            return TableCommit("empty")
+        rows = sum(f.rows for f in files)
+        schemas = [pa.ipc.read_schema(pa.py_buffer(s)) for s in {f.schema: None for f in files}]
+        jvm = self.spark._jvm
+        delta = jvm.org.apache.spark.sql.delta
+        creating = not is_table(table)
+        if creating:
+            clear_cut_short_creation(table)
+        txn = delta.DeltaLog.forTable(self.spark._jsparkSession, table).startTransaction()
+        if creating:
+            metadata = _new_metadata(schemas)
+        else:
+            if txn_holds_batch(self._txn_version(txn, commit.stream), commit.batch_id):
+                delete_files(files)
+                return TableCommit("skipped", rows=rows)
+            metadata = json.loads(txn.metadata().json())["metaData"]
+            reason = writer_features(metadata)
+            if reason is not None:
+                delete_files(files)
+                if table not in self._told:
+                    self._told.add(table)
+                    log.warning("%s: written through delta-spark's writer, not by committing files: %s", table, reason)
+                raise WriterRequired(reason)
+        schema_string = merged_schema_string(metadata["schemaString"], schemas, table)
+        if creating or schema_string is not None:
+            changed = {"metaData": {**metadata, "schemaString": schema_string or metadata["schemaString"]}}
+            txn.updateMetadata(delta.actions.Action.fromJson(json.dumps(changed)), False)
+        actions = jvm.java.util.ArrayList()
+        for data_file in files:
+            actions.add(delta.actions.Action.fromJson(_add_action(data_file)))
+        now = int(time.time() * 1000)
+        batch_txn = {"txn": {"appId": commit.stream, "version": commit.batch_id, "lastUpdated": now}}
+        actions.add(delta.actions.Action.fromJson(json.dumps(batch_txn)))
+        operation = getattr(delta, "DeltaOperations$StreamingUpdate")(
+            jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+            commit.query_id or "",
+            commit.batch_id,
+            jvm.scala.Some(commit.to_user_metadata()),
+        )
+        version = txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toSeq(), operation)
+        return TableCommit("written", rows=rows, version=int(version))
+
+    def _txn_version(self, txn: Any, stream: str) -> int | None:
+        """The table's txn version for `stream` (None: none), from the snapshot's checksum when it
+        keeps the set transactions, else from delta-spark's state reconstruction."""
+        checksum = txn.snapshot().checksumOpt()
+        kept = checksum.get().setTransactions() if checksum.isDefined() else None
+        if kept is not None and kept.isDefined():
+            versions = {
+                t.appId(): t.version()
+                for t in self.spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(kept.get())
+            }
+            return versions.get(stream)
+        version = txn.txnVersion(stream)
+        return None if version == NO_TXN else int(version)
+
+
+def create_native_table(
+    spark: SparkSession,
+    table: LocationLike,
+    columns: StructType,
+    configuration: Mapping[str, str] = TABLE_CONFIGURATION,
+) -> None:
+    """An empty table with `columns`, unless one exists, created by delta-spark: a log a kill cut
+    short at creation is cleared first (pipeline/delta_connector/cut_short_creation.py)."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    if is_table(table):
+        return
+    clear_cut_short_creation(table)
+    builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(columns)
+    for key, value in configuration.items():
+        builder = builder.property(key, value)
+    with SESSION_COMMITS:
+        builder.execute()
+
+
+def _new_metadata(schemas: list[pa.Schema]) -> dict[str, Any]:
+    """The metaData action of a table the batch's commit creates: the files' columns (the
+    commit adds the others' new ones) and the lake's table properties. The sink's tasks have
+    written files into the folder by then, which delta-spark's CREATE TABLE refuses to take
+    over; a first commit that carries the metadata is how its own writer creates a table."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": from_arrow_schema(schemas[0]).json(),
+        "partitionColumns": [],
+        "configuration": dict(TABLE_CONFIGURATION),
+        "createdTime": int(time.time() * 1000),
+    }
+
+
+def _add_action(data_file: DataFile) -> str:
+    return json.dumps(
+        {
+            "add": {
+                "path": data_file.path,
+                "partitionValues": {},
+                "size": data_file.size,
+                "modificationTime": data_file.modification_time,
+                "dataChange": True,
+                "stats": data_file.stats,
+            }
+        }
+    )

@@ -1,0 +1,151 @@
+"""The native connector's writes: files from Spark's tasks, one delta-spark transaction per table
+(pipeline/delta_connector/native_commit.py), read back by delta-spark itself; and the tables
+whose features only delta-spark's writer enforces, which still go through that writer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from py4j.protocol import Py4JJavaError
+
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.pipeline.delta_connector.connector import NativeDelta
+from streamops.pipeline.delta_connector.native_commit import writer_features
+from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
+
+pytestmark = pytest.mark.spark
+SINK_FILE = re.compile(r"part-[0-9a-f]{8}-[0-9a-f-]{27}-c000\.snappy\.parquet")
+"""A file the executor-side sink names (delta-spark's writer puts the task's number first)."""
+
+
+def routed_frame(spark, rows: list[tuple[str, int, str | None]]):
+    """(route, id, name) rows over three tasks: what a pipeline stream hands the connector."""
+    return spark.createDataFrame(rows, "_route string, id long, name string").repartition(3)
+
+
+def plan(tmp_path: Path, batch_id: int, a_columns: dict[str, str] | None = None) -> WritePlan:
+    tables = {
+        "a": TableTarget(str(tmp_path / "a"), columns=a_columns or {"id": "id"}),
+        "b": TableTarget(str(tmp_path / "b"), columns={"id": "id", "name": "name"}),
+    }
+    return WritePlan(BatchCommitInfo("s", batch_id, "q-1"), tables, (("a", "b"),), "")
+
+
+def history(spark, table: Path) -> list[dict]:
+    rows = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").orderBy("version").collect()
+    return [row.asDict() for row in rows]
+
+
+def test_one_job_writes_every_tables_files_and_each_table_commits_once_with_its_txn(spark, tmp_path):
+    native = NativeDelta(spark)
+    rows = [("a", i, None) for i in range(30)] + [("b", i, f"n{i}") for i in range(5)]
+    report = native.write_routes(routed_frame(spark, rows), plan(tmp_path, 0))
+    assert {route: (t.status, t.rows) for route, t in report.tables.items()} == {
+        "a": ("written", 30),
+        "b": ("written", 5),
+    }
+    a = spark.read.format("delta").load(str(tmp_path / "a"))
+    assert sorted(r.id for r in a.collect()) == list(range(30))
+    assert [(r.id, r.name) for r in spark.read.format("delta").load(str(tmp_path / "b")).orderBy("id").collect()] == [
+        (i, f"n{i}") for i in range(5)
+    ]
+    (created,) = history(spark, tmp_path / "a")
+    assert created["operation"] == "STREAMING UPDATE"
+    assert BatchCommitInfo.from_commit_info({"userMetadata": created["userMetadata"]}) == BatchCommitInfo("s", 0, "q-1")
+    assert created["operationParameters"] == {"outputMode": "Append", "queryId": "q-1", "epochId": "0"}
+    log = [json.loads(line) for line in (tmp_path / "a" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()]
+    assert {"appId": "s", "version": 0} == {
+        k: v for a in log if "txn" in a for k, v in a["txn"].items() if k != "lastUpdated"
+    }
+    stats = [json.loads(a["add"]["stats"]) for a in log if "add" in a]
+    assert sum(s["numRecords"] for s in stats) == 30, "each file's statistics, as delta-spark's writer keeps them"
+
+    again = native.write_routes(routed_frame(spark, rows), plan(tmp_path, 0))
+    assert {t.status for t in again.tables.values()} == {"skipped"}
+    assert len(history(spark, tmp_path / "a")) == 1, "a replayed batch commits nothing"
+    files = {p.name for p in (tmp_path / "a").glob("*.parquet")}
+    assert files == {a["add"]["path"] for a in log if "add" in a}, "the replay's files are deleted"
+
+    native.write_routes(routed_frame(spark, [("a", 100, None)]), plan(tmp_path, 1))
+    assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 31
+
+
+def test_a_new_column_is_added_to_the_table_in_the_batchs_commit_keeping_the_others_metadata(spark, tmp_path):
+    native = NativeDelta(spark)
+    native.write_routes(routed_frame(spark, [("a", 1, None)]), plan(tmp_path, 0))
+    spark.sql(f"ALTER TABLE delta.`{tmp_path / 'a'}` ALTER COLUMN id COMMENT 'the event id'")
+    table_id = spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / 'a'}`").first().id
+    wider = plan(tmp_path, 1, a_columns={"id": "id", "name": "name"})
+    native.write_routes(routed_frame(spark, [("a", 2, "x")]), wider)
+    a = spark.read.format("delta").load(str(tmp_path / "a"))
+    assert [(r.id, r.name) for r in a.orderBy("id").collect()] == [(1, None), (2, "x")]
+    assert a.schema["id"].metadata.get("comment") == "the event id"
+    assert spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / 'a'}`").first().id == table_id
+    retyped = replace(
+        wider, tables={"a": TableTarget(str(tmp_path / "a"), columns={"id": "name"})}, commit_stages=(("a",),)
+    )
+    with pytest.raises(Exception, match="streamops never rewrites a table"):
+        native.write_routes(routed_frame(spark, [("a", 3, "y")]), replace(retyped, commit=BatchCommitInfo("s", 2)))
+    assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 2
+
+
+def test_a_table_with_a_check_constraint_is_written_by_delta_sparks_writer_which_enforces_it(spark, tmp_path, caplog):
+    native = NativeDelta(spark)
+    native.write_routes(routed_frame(spark, [("a", 1, None)]), plan(tmp_path, 0))
+    spark.sql(f"ALTER TABLE delta.`{tmp_path / 'a'}` ADD CONSTRAINT small_ids CHECK (id < 1000)")
+    with caplog.at_level(logging.WARNING):
+        report = native.write_routes(routed_frame(spark, [("a", 2, None), ("a", 3, None)]), plan(tmp_path, 1))
+        native.write_routes(routed_frame(spark, [("a", 4, None)]), plan(tmp_path, 2))
+    assert report.tables["a"].status == "written" and report.tables["a"].rows == 2
+    told = [r.getMessage() for r in caplog.records if "delta-spark's writer" in r.getMessage()]
+    assert len(told) == 1 and "CHECK constraints" in told[0] and str(tmp_path / "a") in told[0], "one line per table"
+    assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "a")).collect()) == [1, 2, 3, 4]
+    assert [h["operation"] for h in history(spark, tmp_path / "a")][-1] == "WRITE"
+    again = native.write_routes(routed_frame(spark, [("a", 4, None)]), plan(tmp_path, 2))
+    assert again.tables["a"].status == "skipped", "the writer's path is exactly once too"
+    in_table = {Path(f).name for f in spark.read.format("delta").load(str(tmp_path / "a")).inputFiles()}
+    sink_files = {p.name for p in (tmp_path / "a").glob("*.parquet") if SINK_FILE.fullmatch(p.name)}
+    assert sink_files <= in_table, "the files of batches the writer wrote are deleted"
+    with pytest.raises(Py4JJavaError):
+        native.write_routes(routed_frame(spark, [("a", 5000, None)]), plan(tmp_path, 3))
+    assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 4
+
+
+def metadata(fields: list[dict], **extra) -> dict:
+    return {"schemaString": json.dumps({"type": "struct", "fields": fields}), **extra}
+
+
+def column(name: str, kind: object = "long", nullable: bool = True, **meta: object) -> dict:
+    return {"name": name, "type": kind, "nullable": nullable, "metadata": meta}
+
+
+@pytest.mark.parametrize(
+    ("table", "reason"),
+    [
+        (metadata([column("id")]), None),
+        (metadata([column("id", comment="kept")]), None),
+        (metadata([column("id")], partitionColumns=["id"]), "it is partitioned"),
+        (metadata([column("id")], configuration={"delta.constraints.positive": "id > 0"}), "it has CHECK constraints"),
+        (metadata([column("id")], configuration={"delta.columnMapping.mode": "name"}), "it uses column mapping"),
+        (metadata([column("id", nullable=False)]), "column `id` is NOT NULL"),
+        (
+            metadata([column("s", {"type": "struct", "fields": [column("inner", nullable=False)]})]),
+            "column `inner` is NOT NULL",
+        ),
+        (
+            metadata([column("day", "date", **{"delta.generationExpression": "CAST(ts AS DATE)"})]),
+            "column `day` is generated, an identity, has a default or an invariant",
+        ),
+        (
+            metadata([column("n", **{"delta.identity.start": 1})]),
+            "column `n` is generated, an identity, has a default or an invariant",
+        ),
+    ],
+)
+def test_only_tables_without_row_rules_take_committed_files(table, reason):
+    assert writer_features(table) == reason
