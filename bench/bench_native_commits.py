@@ -1,0 +1,154 @@
+"""The cost of a batch that appends to many tables on delta-spark, by commit path.
+
+A silver group's batch writes each of its event types' tables. Measured on one delta-spark
+session, the sides alternating round after round, each round `--batches` batches of
+`--tables` tables with `--rows` rows per table:
+
+- `writer`: one `df.write.format("delta")` append per table, with `txnAppId`/`txnVersion`
+  (the job users write by hand, and what `--delta native` did before): a Spark job, a snapshot
+  and a commit per table.
+- `transactions`: the native connector as `streamops run --delta native` runs it
+  (`NativeDelta.write_routes`): every table's files from one Spark job, then one delta-spark
+  `OptimisticTransaction` commit per table with the batch's txn, read from the snapshot's
+  checksum.
+- `transactions_txn_from_state` (with `--txn-from-state`): the same, the txn asked of
+  `OptimisticTransaction.txnVersion`, which reconstructs the table's state in a Spark job.
+
+Tables take a checkpoint every `--checkpoint-interval` commits (10, the lake's default, as
+delta-spark's), and those batches are part of the figures. Prints one JSON document: per side
+the median seconds per batch and milliseconds per table over the rounds, and the 1-minute load
+average read before each run.
+
+    python bench/bench_native_commits.py --tables 20 --batches 10 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_support import machine
+
+from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.pipeline.delta_connector.connector import NativeDelta, session_needs
+from streamops.pipeline.delta_connector.native_commit import NO_TXN, NativeCommits, create_native_table
+from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
+from streamops.pipeline.run.spark_session import build_spark
+
+STREAM = "bench"
+
+
+class TxnFromState(NativeCommits):
+    """The native committer asking delta-spark's state reconstruction for the txn."""
+
+    def _txn_version(self, txn: Any, stream: str) -> int | None:
+        version = txn.txnVersion(stream)
+        return None if version == NO_TXN else int(version)
+
+
+def make_tables(spark, root: Path, tables: int, interval: int) -> list[str]:
+    from pyspark.sql.types import StructType
+
+    shutil.rmtree(root, ignore_errors=True)
+    paths = [str(root / f"t{n:03d}") for n in range(tables)]
+    for path in paths:
+        create_native_table(
+            spark, path, StructType.fromDDL("id long, name string"), {"delta.checkpointInterval": str(interval)}
+        )
+    return paths
+
+
+def run_writer(spark, paths: list[str], batches: int, rows: int) -> float:
+    frame = spark.range(rows).selectExpr("id", "cast(id as string) as name")
+    started = time.perf_counter()
+    for batch in range(batches):
+        for path in paths:
+            (
+                frame.write.format("delta")
+                .mode("append")
+                .option("txnAppId", STREAM)
+                .option("txnVersion", batch)
+                .save(path)
+            )
+    return time.perf_counter() - started
+
+
+def run_transactions(spark, paths: list[str], batches: int, rows: int, commits: NativeCommits) -> float:
+    from pyspark.sql import functions as F
+
+    native = NativeDelta(spark)
+    object.__setattr__(native, "commits", commits)
+    routes = [f"t{n:03d}" for n in range(len(paths))]
+    frame = spark.range(rows * len(paths)).select(
+        F.concat(F.lit("t"), F.lpad((F.col("id") % len(paths)).cast("string"), 3, "0")).alias("_route"),
+        "id",
+        F.col("id").cast("string").alias("name"),
+    )
+    tables = {route: TableTarget(path, columns={"id": "id", "name": "name"}) for route, path in zip(routes, paths)}
+    started = time.perf_counter()
+    for batch in range(batches):
+        native.write_routes(frame, WritePlan(BatchCommitInfo(STREAM, batch), tables, (tuple(routes),), ""))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=20)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=100, help="rows per table and batch")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--checkpoint-interval", type=int, default=10)
+    parser.add_argument("--txn-from-state", action="store_true", help="also measure the txn read through txnVersion")
+    args = parser.parse_args()
+
+    conf, packages = session_needs("native")
+    spark = build_spark(conf=conf, packages=packages)
+    sides = ["writer", "transactions"] + (["transactions_txn_from_state"] if args.txn_from_state else [])
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    with tempfile.TemporaryDirectory(prefix="bench-native-commits-") as scratch:
+        for round_number in range(args.rounds):
+            order = sides if round_number % 2 == 0 else list(reversed(sides))
+            for side in order:
+                root = Path(scratch) / side
+                paths = make_tables(spark, root, args.tables, args.checkpoint_interval)
+                load = round(os.getloadavg()[0], 2)
+                if side == "writer":
+                    seconds = run_writer(spark, paths, args.batches, args.rows)
+                else:
+                    commits = NativeCommits(spark) if side == "transactions" else TxnFromState(spark)
+                    seconds = run_transactions(spark, paths, args.batches, args.rows, commits)
+                runs[side].append({"seconds": round(seconds, 2), "load_average_1m_before": load})
+    result: dict[str, Any] = {
+        "benchmark": "native_commits",
+        "machine": machine(),
+        "tables": args.tables,
+        "batches": args.batches,
+        "rows_per_table": args.rows,
+        "checkpoint_interval": args.checkpoint_interval,
+        "rounds": args.rounds,
+        "sides": {},
+    }
+    for side, measured in runs.items():
+        median = statistics.median(run["seconds"] for run in measured)
+        result["sides"][side] = {
+            "runs": measured,
+            "median_seconds_per_batch": round(median / args.batches, 3),
+            "median_ms_per_table": round(median / args.batches / args.tables * 1000, 1),
+        }
+    writer = result["sides"]["writer"]["median_seconds_per_batch"]
+    for side in sides[1:]:
+        result["sides"][side]["speedup_over_writer"] = round(
+            writer / result["sides"][side]["median_seconds_per_batch"], 2
+        )
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
