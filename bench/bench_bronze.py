@@ -9,6 +9,12 @@ Trigger.AvailableNow and the same files per batch, after a warm-up of each on a 
 variants alternate for `--rounds` rounds into fresh lakes and the best time of each is kept,
 so a busy neighbour slows a round, not the comparison.
 
+The bronze variants run with the monitor attached as in `streamops run`: a StreamMonitor on the
+variant's lake (its listener on Spark, its progress log), started before the bronze query and
+stopped after it, the writer reporting each commit to it through MonitorEvents; its start and
+stop are inside the variant's time, as they are inside a run's. The baseline and the Spark sink
+bounds run without it, as before.
+
 With `--spark-sink-bounds`, four more variants measure what the same work costs with Spark's
 own sinks in the JVM (no Python sink, no Delta commit): the baseline's lines, and bronze's event
 columns after the same classifier (quarantined lines dropped, no registry, no first lines),
@@ -31,7 +37,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench_support import cpu_seconds_by_role, machine, timed
+from bench_support import cpu_seconds_by_role, machine, product_monitor, timed
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.lake_layout import LakeLayout
@@ -43,7 +49,6 @@ from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTar
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
 from streamops.pipeline.lake_summary import summarize_lake
-from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
 from streamops.pipeline.run.spark_session import build_spark
 
@@ -122,11 +127,10 @@ def run_bronze(spark, landing: Path, work: Path, max_files: int, classifier: str
     settings = BronzeSettings(
         LandingInput(landing, max_files_per_trigger=max_files), EventsMode(classifier=classifier), available_now=True
     )
-    writer = BronzeBatchWriter(
-        lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored(), settings
-    )
-    query = start_bronze(spark, lake, writer)
-    query.awaitTermination()
+    with product_monitor(spark, lake) as events:
+        writer = BronzeBatchWriter(lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), events, settings)
+        query = start_bronze(spark, lake, writer)
+        query.awaitTermination()
     return lake
 
 
@@ -214,6 +218,7 @@ def main() -> None:
                 "files": len(manifest["files"]),
                 "max_files_per_trigger": args.max_files_per_trigger,
                 "rounds": args.rounds,
+                "monitor": "attached",
                 **best,
                 "ratio_to_baseline": {
                     name: round(baseline / r["seconds"], 3) for name, r in best.items() if not name.startswith("bound_")

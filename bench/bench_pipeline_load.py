@@ -1,5 +1,10 @@
 """Sustained load through bronze and silver: the seed's 8,000 events/s over 300 event types.
 
+The pipeline runs as `streamops run` runs it: through its entry point (`run_pipeline`, in a
+thread of this process), on the SparkSession it builds and stops, with the monitor it attaches
+to every run (a StreamMonitor on the lake's progress log, no exporter as without
+`--metrics-port`); the JSON says so (`"monitor": "attached"`).
+
 Once the pipeline's queries are up (continuous triggers), a generator process writes one file
 per second at `--rate` for `--duration` seconds; then the pipeline gets up to `--drain` seconds
 until every generated event is in silver or the silver quarantine (how long that took is reported).
@@ -45,12 +50,10 @@ from streamops.core.delta_format.log import DeltaLog
 from streamops.core.delta_format.read import is_table
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.landing_input import LandingInput
-from streamops.pipeline.delta_connector.connector import connector_for, session_needs
 from streamops.pipeline.lake_summary import summarize_lake
-from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
-from streamops.pipeline.run.spark_session import build_spark
-from streamops.pipeline.run.supervisor import PipelineSettings, Supervisor
+from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
+from streamops.pipeline.run.supervisor import RunReport, Supervisor
 from streamops.pipeline.silver.silver_stream import POLL_SECONDS, SilverSettings
 
 
@@ -102,6 +105,44 @@ def wait_until_accounted(lake: LakeLayout, events: int, timeout: float) -> float
     return None
 
 
+class PipelineThread:
+    """`run_pipeline(options)` in a thread, as `streamops run` runs it (its Spark, its monitor):
+    `started()` returns the Supervisor once its queries are up, `stop()` asks it to stop and
+    waits until the run has stopped everything it started (queries, monitor, Spark)."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self.supervisor: Supervisor | None = None
+        self.report: RunReport | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(options,), daemon=True)
+        self._thread.start()
+
+    def _run(self, options: RunOptions) -> None:
+        try:
+            self.report = run_pipeline(options, on_start=self._on_start)
+        except BaseException as error:  # noqa: BLE001 - raised in the bench's thread by started()/stop()
+            self.error = error
+
+    def _on_start(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+
+    def started(self, stream: str = "management") -> Supervisor:
+        """The Supervisor, once it supervises `stream` (bronze's query is started before it)."""
+        while self.supervisor is None or stream not in self.supervisor.supervised:
+            if not self._thread.is_alive():
+                raise SystemExit(f"the pipeline ended before its queries started: {self.error!r}")
+            time.sleep(0.5)
+        return self.supervisor
+
+    def stop(self, timeout: float = 300) -> RunReport | None:
+        if self.supervisor is not None:
+            self.supervisor.request_stop()
+        self._thread.join(timeout=timeout)
+        if self.error is not None:
+            raise self.error
+        return self.report
+
+
 def run_layout(
     root: Path,
     layout: str,
@@ -116,20 +157,16 @@ def run_layout(
 ) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
-    conf, packages = session_needs(delta)
-    spark = build_spark(conf=conf, packages=packages)
     types_per_group = 1 if layout == "per_type" else types_per_group
-    settings = PipelineSettings(
+    options = RunOptions(
         lake=lake,
         input=LandingInput(landing, max_files_per_trigger=1000),
         trigger_seconds=trigger,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000, poll_seconds=silver_poll),
+        delta=delta,
     )
-    supervisor = Supervisor(spark, settings, connector_for(delta, spark), Unmonitored(), log=lambda line: None)
-    runner = threading.Thread(target=supervisor.run_for, args=(None,), daemon=True)
-    runner.start()
-    while "management" not in supervisor.supervised:
-        time.sleep(0.5)
+    run = PipelineThread(options)
+    supervisor = run.started()
     generator = subprocess.Popen(
         [
             sys.executable,
@@ -159,10 +196,8 @@ def run_layout(
         cpu_after = cpu_seconds_by_role(exclude={generator.pid})
         in_silver_when_generated = sum(summarize_lake(lake).silver_rows.values())
         caught_up_after = wait_until_accounted(lake, events=rate * duration, timeout=drain)
-        supervisor.request_stop()
-        runner.join(timeout=300)
+        report = run.stop()
     summary = summarize_lake(lake)
-    spark.stop()
     events = rate * duration
     return {
         "layout": layout,
@@ -191,7 +226,7 @@ def run_layout(
         "cores_used_during_generation_by_role": {
             role: round((cpu_after[role] - cpu_before[role]) / (generated_at - started), 2) for role in cpu_after
         },
-        "failures": supervisor.report.failures,
+        "failures": (report or supervisor.report).failures,
         "bronze_rows": summary.bronze_rows,
     }
 
@@ -234,6 +269,7 @@ def main() -> None:
     report = {
         "benchmark": "pipeline_load",
         "machine": info,
+        "monitor": "attached",
         "rates": rates,
         "duration_seconds": args.duration,
         "trigger_seconds": args.trigger,

@@ -10,6 +10,12 @@ is a warm-up), and reports per batch the wall time and the CPU seconds of the dr
 the JVM and the Python workers. The baseline writes the same rows in the same run through the
 same executor-side sink into one table, with no parsing: one Spark job and one commit per batch.
 
+The streamops side runs with the monitor attached as in `streamops run` (a StreamMonitor on the
+lake, started before each group's writer and stopped after its batches; the writer reports each
+commit to it through MonitorEvents), so its figures include what the monitor costs the batch in
+the batch's own threads; the monitor's worker applies those reports asynchronously, as it does
+in a run. The baseline runs with no monitor, as before.
+
     python bench/bench_silver_batch.py --events 200000 --rows-per-type 5 125 --batches 4
 
 Prints JSON.
@@ -24,17 +30,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import cpu_seconds_by_role, machine
+from bench_support import cpu_seconds_by_role, machine, product_monitor
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
-from streamops.core.lake_layout import LakeLayout
+from streamops.core.lake_layout import LakeLayout, silver_stream
 from streamops.pipeline.bronze.bronze_stream import BronzeBatchWriter, BronzeSettings, start_bronze
 from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.generator.run import generate
 from streamops.pipeline.generator.settings import GeneratorSettings
-from streamops.pipeline.pipeline_events import Unmonitored
 from streamops.pipeline.registry.schema_registry import SchemaRegistry
 from streamops.pipeline.run.spark_session import build_spark
 from streamops.pipeline.silver.silver_stream import SilverGroupWriter, SilverSettings
@@ -44,10 +49,9 @@ def bronze_lake(spark, root: Path, events: int, event_types: int) -> LakeLayout:
     generate(GeneratorSettings(out=root / "landing", events=events, event_types=event_types))
     lake = LakeLayout.at(root / "lake")
     settings = BronzeSettings(LandingInput(root / "landing", max_files_per_trigger=1000), available_now=True)
-    writer = BronzeBatchWriter(
-        lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), Unmonitored(), settings
-    )
-    start_bronze(spark, lake, writer).awaitTermination()
+    with product_monitor(spark, lake) as events:
+        writer = BronzeBatchWriter(lake, EmbeddedDelta(), SchemaRegistry.load(lake.schema_registry), events, settings)
+        start_bronze(spark, lake, writer).awaitTermination()
     return lake
 
 
@@ -120,8 +124,10 @@ def main() -> None:
             bronze = capped(spark, lake, cap)
             groups = []
             for group in _groups(lake):
-                writer = SilverGroupWriter(lake, EmbeddedDelta(), group, SilverSettings(), Unmonitored())
-                silver = silver_batch(writer, bronze, args.batches)
+                with product_monitor(spark, lake) as events:
+                    events.stream_reads_table(silver_stream(group), lake.bronze_events)  # as the Supervisor does
+                    writer = SilverGroupWriter(lake, EmbeddedDelta(), group, SilverSettings(), events)
+                    silver = silver_batch(writer, bronze, args.batches)
                 baseline = baseline_batch(root / f"cap{cap}", group, bronze, sorted(writer.schemas()), args.batches)
                 groups.append({"group": group, "silver": silver, "baseline_one_table": baseline})
             bronze.unpersist()
@@ -143,6 +149,7 @@ def main() -> None:
                 "events": args.events,
                 "event_types": args.event_types,
                 "batches_measured": args.batches - 1,
+                "monitor": "attached",
                 "sizes": sizes,
             },
             indent=2,

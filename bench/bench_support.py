@@ -1,5 +1,6 @@
 """What every pipeline benchmark records besides its own figures: the machine, and the CPU and
-memory of the whole process tree (Python driver, JVM, Spark's Python workers) while it ran."""
+memory of the whole process tree (Python driver, JVM, Spark's Python workers) while it ran; and
+the monitor `streamops run` attaches, for benches that drive the pipeline's writers themselves."""
 
 from __future__ import annotations
 
@@ -9,10 +10,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streamops.core.lake_layout import LakeLike
+    from streamops.pipeline.pipeline_events import MonitorEvents
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 
@@ -206,3 +216,20 @@ def cpu_seconds_by_role(root: int | None = None, exclude: set[int] | frozenset[i
             continue
         totals[_role(member, process.pid)] += times.user + times.system
     return totals
+
+
+@contextmanager
+def product_monitor(spark: SparkSession, lake: LakeLike, delta: str = "embedded") -> Iterator[MonitorEvents]:
+    """The monitor `streamops run` attaches to every run (pipeline/run/pipeline_run.py's
+    `_run_with`): a StreamMonitor on `lake`'s progress log, its listener on `spark`, no
+    exporter (as without `--metrics-port`), started before the writers run and stopped after
+    them. Yields the `MonitorEvents` that bronze and silver writers report their commits to."""
+    from streamops.monitor.stream_monitor import StreamMonitor
+    from streamops.pipeline.pipeline_events import MonitorEvents
+
+    monitor = StreamMonitor(spark, lake, delta_connector=delta)
+    monitor.start()
+    try:
+        yield MonitorEvents(monitor)
+    finally:
+        monitor.stop()
