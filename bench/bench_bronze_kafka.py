@@ -13,7 +13,8 @@ its earliest offset, `--max-offsets-per-trigger` records per batch, with `availa
   variation, registers new variations, quarantines what it cannot use, and commits to Delta).
 
 Each runs in its own process, timed from process start to its table's last Delta commit, so both sides pay one JVM start; variants
-alternate for `--rounds` rounds into fresh outputs and the best of each is kept.
+alternate for `--rounds` rounds into fresh outputs (the order reversed every other round); the
+best and the median of each are kept, with the load average read before each run.
 
     python bench/bench_bronze_kafka.py --events 1000000 --event-types 300 --partitions 4 --rounds 2
 
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -153,9 +155,11 @@ def throughput(args: argparse.Namespace, broker: KafkaBroker, scratch: Path) -> 
     variants = args.variants.split(",")
     runs: dict[str, list[dict]] = {variant: [] for variant in variants}
     for round_number in range(args.rounds):
-        for variant in variants:
+        for variant in variants if round_number % 2 == 0 else variants[::-1]:
             work = scratch / f"{variant}-{round_number}"
-            runs[variant].append(run_variant(variant, broker.bootstrap, work, args.max_offsets_per_trigger, records))
+            load = round(os.getloadavg()[0], 2)
+            run = run_variant(variant, broker.bootstrap, work, args.max_offsets_per_trigger, records)
+            runs[variant].append({**run, "load_average_1m_before": load})
             print(f"round {round_number + 1} {variant}: {runs[variant][-1]['seconds']} s", file=sys.stderr)
     best = {variant: min(results, key=lambda r: r["seconds"]) for variant, results in runs.items()}
     report = {
@@ -167,10 +171,18 @@ def throughput(args: argparse.Namespace, broker: KafkaBroker, scratch: Path) -> 
         "produced_records_per_s": round(manifest["lines_total"] / produce_seconds),
         "best": {v: {**r, "records_per_s": round(records / r["seconds"])} for v, r in best.items()},
         "all_seconds": {variant: [r["seconds"] for r in results] for variant, results in runs.items()},
+        "loads_before": {variant: [r["load_average_1m_before"] for r in results] for variant, results in runs.items()},
+        "median_seconds": {
+            variant: statistics.median(r["seconds"] for r in results) for variant, results in runs.items()
+        },
     }
     if "plain_delta_spark" in best:
         baseline = best["plain_delta_spark"]["seconds"]
         report["ratio_to_plain_delta_spark"] = {v: round(baseline / r["seconds"], 3) for v, r in best.items()}
+        median = report["median_seconds"]
+        report["median_ratio_to_plain_delta_spark"] = {
+            v: round(median["plain_delta_spark"] / seconds, 3) for v, seconds in median.items()
+        }
     return report
 
 
