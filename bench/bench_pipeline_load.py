@@ -50,6 +50,7 @@ from streamops.core.delta_format.log import DeltaLog
 from streamops.core.delta_format.read import is_table
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.bronze.landing_input import LandingInput
+from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, Expectation, ExpectationSet
 from streamops.pipeline.lake_summary import summarize_lake
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.run.pipeline_run import RunOptions, run_pipeline
@@ -105,6 +106,41 @@ def wait_until_accounted(lake: LakeLayout, events: int, timeout: float) -> float
     return None
 
 
+RULE_TEMPLATES = (
+    {"expect": "event_id IS NOT NULL"},
+    {"expect": "_event_time < timestamp'2090-01-01'"},
+    {"expect": "_event_time > timestamp'2000-01-01'"},
+    {"expect": "player__id IS NOT NULL"},
+    {"expect": "context__session__seq >= 0"},
+    {"expect": "length(event_id) > 8"},
+    {"expect": "_source_file IS NOT NULL"},
+    {"unique": ("event_id",)},
+    {"expect": "player__id <> ''"},
+    {"expect": "context__session__seq < 1000000000"},
+)
+"""Rules over the generator's columns (a table without a column reports its rules not applicable)."""
+
+
+def default_rules(count: int) -> ExpectationSet:
+    """`count` warn rules for every silver table (`--rules`), the templates in turn."""
+    if not count:
+        return NO_EXPECTATIONS
+    rules = [Expectation(f"rule_{n}", "warn", **RULE_TEMPLATES[n % len(RULE_TEMPLATES)]) for n in range(count)]
+    return ExpectationSet(default=tuple(rules))
+
+
+def spark_jobs_per_batch(supervisor: Supervisor) -> dict[str, float]:
+    """Spark jobs per micro-batch of each running query, from Spark's status tracker: a query's
+    batches run under its run id as the job group. Its recent progress names the batches."""
+    tracker = supervisor.spark.sparkContext.statusTracker()
+    per_batch = {}
+    for query in supervisor.spark.streams.active:
+        batches = {p.batchId for p in query.recentProgress if p.numInputRows}
+        if batches:
+            per_batch[query.name] = round(len(tracker.getJobIdsForGroup(str(query.runId))) / len(batches), 2)
+    return per_batch
+
+
 class PipelineThread:
     """`run_pipeline(options)` in a thread, as `streamops run` runs it (its Spark, its monitor):
     `started()` returns the Supervisor once its queries are up, `stop()` asks it to stop and
@@ -154,6 +190,7 @@ def run_layout(
     types_per_group: int,
     delta: str = "embedded",
     silver_poll: float = POLL_SECONDS,
+    rules: int = 0,
 ) -> dict:
     landing, lake = root / layout / "landing", LakeLayout.at(root / layout / "lake")
     landing.mkdir(parents=True)
@@ -164,6 +201,7 @@ def run_layout(
         trigger_seconds=trigger,
         silver=SilverSettings(types_per_group=types_per_group, max_files_per_trigger=1000, poll_seconds=silver_poll),
         delta=delta,
+        expectations=default_rules(rules),
     )
     run = PipelineThread(options)
     supervisor = run.started()
@@ -196,6 +234,7 @@ def run_layout(
         cpu_after = cpu_seconds_by_role(exclude={generator.pid})
         in_silver_when_generated = sum(summarize_lake(lake).silver_rows.values())
         caught_up_after = wait_until_accounted(lake, events=rate * duration, timeout=drain)
+        jobs_per_batch = spark_jobs_per_batch(supervisor)
         report = run.stop()
     summary = summarize_lake(lake)
     events = rate * duration
@@ -205,6 +244,8 @@ def run_layout(
         "rate": rate,
         "event_types": event_types,
         "types_per_group": types_per_group,
+        "rules_per_table": rules,
+        "spark_jobs_per_batch": jobs_per_batch,
         "silver_queries": len(summary.groups),
         "events_generated": events,
         "generation_seconds": round(generated_at - started, 1),
@@ -246,6 +287,7 @@ def main() -> None:
     parser.add_argument(
         "--silver-poll", type=float, default=POLL_SECONDS, help="seconds, as `streamops run --silver-poll`"
     )
+    parser.add_argument("--rules", type=int, default=0, help="warn rules on every silver table (expectations)")
     args = parser.parse_args()
     info = machine()
     rates = [int(r) for r in args.rates.split(",")] if args.rates else [args.rate]
@@ -262,6 +304,7 @@ def main() -> None:
                 args.types_per_group,
                 args.delta,
                 args.silver_poll,
+                args.rules,
             )
             for rate in rates
             for layout in args.layouts.split(",")
