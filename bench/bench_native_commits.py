@@ -11,11 +11,16 @@ session, the sides alternating round after round, each round `--batches` batches
   (`NativeDelta.write_routes`): every table's files from one Spark job, then one delta-spark
   `OptimisticTransaction` commit per table with the batch's txn, read from the snapshot's
   checksum.
-- `transactions_txn_from_state` (with `--txn-from-state`): the same, the txn asked of
-  `OptimisticTransaction.txnVersion`, which reconstructs the table's state in a Spark job.
+  Its tables are created as the connector creates them: a checkpoint every 10 commits, written
+  by delta-rs outside Spark (pipeline/delta_connector/native_checkpoints.py).
+- `transactions_spark_checkpoints`: the same commits on tables with delta-spark's default
+  interval of 10, so delta-spark writes each checkpoint inside the commit, with Spark jobs.
+- `transactions_txn_from_state` (with `--txn-from-state`): the connector's commits, the txn
+  asked of `OptimisticTransaction.txnVersion`, which reconstructs the table's state in a Spark
+  job.
 
-Tables take a checkpoint every `--checkpoint-interval` commits (10, the lake's default, as
-delta-spark's), and those batches are part of the figures. Prints one JSON document: per side
+Every side's tables take a checkpoint every 10 commits, and those batches are part of the
+figures. Prints one JSON document: per side
 the median seconds per batch and milliseconds per table over the rounds, and the 1-minute load
 average read before each run.
 
@@ -37,7 +42,9 @@ from typing import Any
 from bench_support import machine
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
+from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.connector import NativeDelta, session_needs
+from streamops.pipeline.delta_connector.native_checkpoints import NATIVE_TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.native_commit import NO_TXN, NativeCommits, create_native_table
 from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.pipeline.run.spark_session import build_spark
@@ -53,15 +60,13 @@ class TxnFromState(NativeCommits):
         return None if version == NO_TXN else int(version)
 
 
-def make_tables(spark, root: Path, tables: int, interval: int) -> list[str]:
+def make_tables(spark, root: Path, tables: int, configuration: dict[str, str]) -> list[str]:
     from pyspark.sql.types import StructType
 
     shutil.rmtree(root, ignore_errors=True)
     paths = [str(root / f"t{n:03d}") for n in range(tables)]
     for path in paths:
-        create_native_table(
-            spark, path, StructType.fromDDL("id long, name string"), {"delta.checkpointInterval": str(interval)}
-        )
+        create_native_table(spark, path, StructType.fromDDL("id long, name string"), configuration)
     return paths
 
 
@@ -104,25 +109,30 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--rows", type=int, default=100, help="rows per table and batch")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--checkpoint-interval", type=int, default=10)
     parser.add_argument("--txn-from-state", action="store_true", help="also measure the txn read through txnVersion")
     args = parser.parse_args()
 
     conf, packages = session_needs("native")
     spark = build_spark(conf=conf, packages=packages)
-    sides = ["writer", "transactions"] + (["transactions_txn_from_state"] if args.txn_from_state else [])
+    sides = ["writer", "transactions", "transactions_spark_checkpoints"]
+    sides += ["transactions_txn_from_state"] if args.txn_from_state else []
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="bench-native-commits-") as scratch:
         for round_number in range(args.rounds):
             order = sides if round_number % 2 == 0 else list(reversed(sides))
             for side in order:
                 root = Path(scratch) / side
-                paths = make_tables(spark, root, args.tables, args.checkpoint_interval)
+                paths = make_tables(
+                    spark,
+                    root,
+                    args.tables,
+                    NATIVE_TABLE_CONFIGURATION if side == "transactions" else TABLE_CONFIGURATION,
+                )
                 load = round(os.getloadavg()[0], 2)
                 if side == "writer":
                     seconds = run_writer(spark, paths, args.batches, args.rows)
                 else:
-                    commits = NativeCommits(spark) if side == "transactions" else TxnFromState(spark)
+                    commits = TxnFromState(spark) if side == "transactions_txn_from_state" else NativeCommits(spark)
                     seconds = run_transactions(spark, paths, args.batches, args.rows, commits)
                 runs[side].append({"seconds": round(seconds, 2), "load_average_1m_before": load})
     result: dict[str, Any] = {
@@ -131,7 +141,6 @@ def main() -> None:
         "tables": args.tables,
         "batches": args.batches,
         "rows_per_table": args.rows,
-        "checkpoint_interval": args.checkpoint_interval,
         "rounds": args.rounds,
         "sides": {},
     }

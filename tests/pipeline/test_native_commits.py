@@ -149,3 +149,53 @@ def column(name: str, kind: object = "long", nullable: bool = True, **meta: obje
 )
 def test_only_tables_without_row_rules_take_committed_files(table, reason):
     assert writer_features(table) == reason
+
+
+def jobs_in(spark, group: str) -> int:
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_every_tenth_version_is_checkpointed_outside_spark_and_delta_spark_reads_the_checkpoints(spark, tmp_path):
+    """delta-spark's own checkpoint is a few Spark jobs inside the commit; the connector's tables
+    carry a large interval and get their checkpoint every 10 versions from delta-rs."""
+    native = NativeDelta(spark)
+    groups = [f"native-checkpoints-{batch_id}" for batch_id in range(21)]
+    try:
+        for batch_id, group in enumerate(groups):
+            spark.sparkContext.setJobGroup(group, "a batch")
+            native.write_routes(
+                routed_frame(spark, [("a", batch_id, None), ("b", batch_id, "x")]), plan(tmp_path, batch_id)
+            )
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    jobs = [jobs_in(spark, group) for group in groups]
+    assert jobs[10] == jobs[20] == jobs[9] == jobs[11], f"the batches at versions 10 and 20 start no more jobs: {jobs}"
+    for table in ("a", "b"):
+        log = tmp_path / table / "_delta_log"
+        assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [
+            f"{10:020d}.checkpoint.parquet",
+            f"{20:020d}.checkpoint.parquet",
+        ]
+        assert json.loads((log / "_last_checkpoint").read_text())["version"] == 20
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / table}`").first()
+        assert detail.properties["delta.checkpointInterval"] == "1000"
+        (log / f"{5:020d}.json").unlink()
+        rows = spark.read.format("delta").load(str(tmp_path / table))
+        assert sorted(r.id for r in rows.collect()) == list(range(21)), "read from the checkpoint at 20, not commit 5"
+
+
+def test_a_table_whose_features_delta_rs_does_not_write_is_checkpointed_by_delta_spark(spark, tmp_path):
+    native = NativeDelta(spark)
+    native.write_routes(routed_frame(spark, [("a", 0, None), ("b", 0, "x")]), plan(tmp_path, 0))
+    spark.sql(f"ALTER TABLE delta.`{tmp_path / 'a'}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    for batch_id in range(1, 12):
+        native.write_routes(
+            routed_frame(spark, [("a", batch_id, None), ("b", batch_id, "x")]), plan(tmp_path, batch_id)
+        )
+    checkpoint = tmp_path / "a" / "_delta_log" / f"{10:020d}.checkpoint.parquet"
+    assert checkpoint.exists()
+    assert "checksum" in json.loads((tmp_path / "a" / "_delta_log" / "_last_checkpoint").read_text()), (
+        "delta-spark's `_last_checkpoint` (delta-rs writes no checksum)"
+    )
+    assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 12

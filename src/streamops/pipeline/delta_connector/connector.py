@@ -31,6 +31,7 @@ from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
 from streamops.pipeline.delta_connector.lake_sink import PLAN_OPTION
+from streamops.pipeline.delta_connector.native_checkpoints import checkpoint_if_due
 from streamops.pipeline.delta_connector.native_commit import NativeCommits, WriterRequired, create_native_table
 from streamops.pipeline.delta_connector.write_plan import (
     BYTES_SUFFIX,
@@ -253,6 +254,7 @@ class NativeDelta:
             .option("userMetadata", commit.to_user_metadata())
             .save(str(table))
         )
+        checkpoint_if_due(self.spark, table)
 
 
 def _write_files(df: DataFrame, plan: WritePlan) -> WrittenBatch:

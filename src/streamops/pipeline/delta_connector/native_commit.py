@@ -35,11 +35,15 @@ import pyarrow as pa
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo, txn_holds_batch
 from streamops.core.delta_format.read import is_table
-from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import LocationLike
 from streamops.pipeline.delta_connector.batch_commit import TableCommit, delete_files, with_columns
 from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 from streamops.pipeline.delta_connector.data_files import DataFile
+from streamops.pipeline.delta_connector.native_checkpoints import (
+    NATIVE_TABLE_CONFIGURATION,
+    checkpoint_due,
+    write_checkpoint,
+)
 from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 
 if TYPE_CHECKING:
@@ -163,8 +167,10 @@ class NativeCommits:
             commit.batch_id,
             jvm.scala.Some(commit.to_user_metadata()),
         )
-        version = txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toSeq(), operation)
-        return TableCommit("written", rows=rows, version=int(version))
+        version = int(txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toSeq(), operation))
+        if checkpoint_due(version, metadata["configuration"]):
+            write_checkpoint(self.spark, table, version)
+        return TableCommit("written", rows=rows, version=version)
 
     def _txn_version(self, txn: Any, stream: str) -> int | None:
         """The table's txn version for `stream` (None: none), from the snapshot's checksum when it
@@ -185,7 +191,7 @@ def create_native_table(
     spark: SparkSession,
     table: LocationLike,
     columns: StructType,
-    configuration: Mapping[str, str] = TABLE_CONFIGURATION,
+    configuration: Mapping[str, str] = NATIVE_TABLE_CONFIGURATION,
 ) -> None:
     """An empty table with `columns`, unless one exists, created by delta-spark: a log a kill cut
     short at creation is cleared first (pipeline/delta_connector/cut_short_creation.py)."""
@@ -213,7 +219,7 @@ def _new_metadata(schemas: list[pa.Schema]) -> dict[str, Any]:
         "format": {"provider": "parquet", "options": {}},
         "schemaString": from_arrow_schema(schemas[0]).json(),
         "partitionColumns": [],
-        "configuration": dict(TABLE_CONFIGURATION),
+        "configuration": dict(NATIVE_TABLE_CONFIGURATION),
         "createdTime": int(time.time() * 1000),
     }
 
