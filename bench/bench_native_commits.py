@@ -20,7 +20,11 @@ session, the sides alternating round after round, each round `--batches` batches
   job.
 
 Every side's tables take a checkpoint every 10 commits, and those batches are part of the
-figures. Prints one JSON document: per side
+figures. The session writes Delta logs and checkpoint files on the local disk as
+`streamops run` does, through java.nio (bronze/jvm/LocalFileLogStore.java,
+LocalFileCheckpointManager.java.in); with `--hadoop-writers` through Hadoop's local file
+system, as delta-spark does by default (a session setting, so a process of its own: alternate
+processes to compare). Prints one JSON document: per side
 the median seconds per batch and milliseconds per table over the rounds, and the 1-minute load
 average read before each run.
 
@@ -43,6 +47,11 @@ from bench_support import machine
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.lake_layout import TABLE_CONFIGURATION
+from streamops.pipeline.bronze.jvm_classifier import (
+    CHECKPOINT_MANAGER_SETTING,
+    LOG_STORE_SETTING,
+    checkpointing_package,
+)
 from streamops.pipeline.delta_connector.connector import NativeDelta, session_needs
 from streamops.pipeline.delta_connector.native_checkpoints import NATIVE_TABLE_CONFIGURATION
 from streamops.pipeline.delta_connector.native_commit import NO_TXN, NativeCommits, create_native_table
@@ -50,6 +59,13 @@ from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.pipeline.run.spark_session import build_spark
 
 STREAM = "bench"
+HADOOP_LOG_STORE = "io.delta.storage.HDFSLogStore"
+"""delta-spark's default LogStore for `file:` paths."""
+
+
+def hadoop_checkpoint_manager() -> str:
+    """Spark's default checkpoint file manager on a local disk, in this PySpark's package."""
+    return f"{checkpointing_package()}.FileContextBasedCheckpointFileManager"
 
 
 class TxnFromState(NativeCommits):
@@ -110,9 +126,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100, help="rows per table and batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--txn-from-state", action="store_true", help="also measure the txn read through txnVersion")
+    parser.add_argument(
+        "--hadoop-writers", action="store_true", help="write logs and checkpoint files through Hadoop, not java.nio"
+    )
     args = parser.parse_args()
 
     conf, packages = session_needs("native")
+    if args.hadoop_writers:
+        conf = {**conf, LOG_STORE_SETTING: HADOOP_LOG_STORE, CHECKPOINT_MANAGER_SETTING: hadoop_checkpoint_manager()}
     spark = build_spark(conf=conf, packages=packages)
     sides = ["writer", "transactions", "transactions_spark_checkpoints"]
     sides += ["transactions_txn_from_state"] if args.txn_from_state else []
@@ -142,6 +163,7 @@ def main() -> None:
         "batches": args.batches,
         "rows_per_table": args.rows,
         "rounds": args.rounds,
+        "log_writers": "hadoop" if args.hadoop_writers else "java.nio",
         "sides": {},
     }
     for side, measured in runs.items():

@@ -22,6 +22,22 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SOURCES = tuple(sorted(Path(__file__).with_name("jvm").glob("*.java")))
+TEMPLATES = tuple(sorted(Path(__file__).with_name("jvm").glob("*.java.in")))
+"""Sources naming a Spark class whose package moved between Spark versions (@CHECKPOINTING_PACKAGE@)."""
+CHECKPOINTING_PACKAGES = (
+    "org.apache.spark.sql.execution.streaming.checkpointing",
+    "org.apache.spark.sql.execution.streaming",
+)
+"""Where Spark keeps its checkpoint file managers: Spark 4.1 and later, then Spark 3.5 and 4.0."""
+API_STUBS = Path(__file__).with_name("jvm_api_stubs")
+"""Compile-time stand-ins for delta-storage's classes, which come with the session's delta-spark
+JARs rather than PySpark's: compiled against, never put in the jar (`-implicit:none`)."""
+LOCAL_FILE_LOG_STORE = "streamops.jvm.LocalFileLogStore"
+"""delta-spark's log writer for `file:` tables (jvm/LocalFileLogStore.java), built into the same jar."""
+LOG_STORE_SETTING = "spark.delta.logStore.file.impl"
+LOCAL_FILE_CHECKPOINT_MANAGER = "streamops.jvm.LocalFileCheckpointManager"
+"""Spark's checkpoint file manager with local files written through java.nio (jvm/LocalFileCheckpointManager.java.in)."""
+CHECKPOINT_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
 CLASS_NAME = "streamops.jvm.BronzeLineClassifier"
 LANDING_LINES = "streamops.jvm.LandingLines"
 """The landing files' line reader (bronze/landing_input.py), built into the same jar."""
@@ -59,15 +75,28 @@ def classifier_jar() -> Path | None:
         return None
     import pyspark
 
-    sources = b"".join(source.read_bytes() for source in SOURCES)
+    stubs = sorted(API_STUBS.rglob("*.java"))
+    sources = b"".join(source.read_bytes() for source in (*SOURCES, *TEMPLATES, *stubs))
     digest = hashlib.sha256(sources + pyspark.__version__.encode()).hexdigest()[:16]
     jar = _cache_dir() / f"streamops-classifier-{digest}.jar"
     if jar.exists():
         return jar
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="streamops-javac-") as build:
+        rendered = _rendered_templates(Path(build) / "src")
         result = subprocess.run(
-            [javac, "-nowarn", "-d", build, "-cp", f"{_pyspark_jars()}/*", *map(str, SOURCES)],
+            [
+                javac,
+                "-nowarn",
+                "-implicit:none",
+                "-sourcepath",
+                str(API_STUBS),
+                "-d",
+                build,
+                "-cp",
+                f"{_pyspark_jars()}/*",
+                *map(str, (*SOURCES, *rendered)),
+            ],
             capture_output=True,
             text=True,
         )
@@ -79,6 +108,30 @@ def classifier_jar() -> Path | None:
                 archive.write(path, path.relative_to(build).as_posix())
         partial.rename(jar)
     return jar
+
+
+def checkpointing_package() -> str:
+    """The package of Spark's checkpoint file managers in the installed PySpark."""
+    names: set[str] = set()
+    for jar in _pyspark_jars().glob("spark-sql_*.jar"):
+        with zipfile.ZipFile(jar) as opened:
+            names.update(opened.namelist())
+    manager = "FileContextBasedCheckpointFileManager.class"
+    return next(
+        (p for p in CHECKPOINTING_PACKAGES if f"{p.replace('.', '/')}/{manager}" in names), CHECKPOINTING_PACKAGES[0]
+    )
+
+
+def _rendered_templates(into: Path) -> list[Path]:
+    """The templates as Java sources for the installed PySpark's package names."""
+    package = checkpointing_package()
+    into.mkdir(parents=True)
+    rendered = []
+    for template in TEMPLATES:
+        source = into / template.name.removesuffix(".in")
+        source.write_text(template.read_text().replace("@CHECKPOINTING_PACKAGE@", package))
+        rendered.append(source)
+    return rendered
 
 
 def register(spark: SparkSession) -> bool:

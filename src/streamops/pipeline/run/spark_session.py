@@ -12,7 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from streamops.pipeline.bronze.jvm_classifier import classifier_jar
+from streamops.pipeline.bronze.jvm_classifier import (
+    CHECKPOINT_MANAGER_SETTING,
+    LOCAL_FILE_CHECKPOINT_MANAGER,
+    LOCAL_FILE_LOG_STORE,
+    LOG_STORE_SETTING,
+    classifier_jar,
+)
 from streamops.pipeline.exceptions import JavaNotFoundError
 from streamops.pipeline.runtime.jvm import driver_memory
 from streamops.pipeline.runtime.process_memory import give_back_freed_memory
@@ -108,6 +114,8 @@ def build_spark(
     jar = classifier_jar()
     if jar is not None:
         settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
+        settings.setdefault(LOG_STORE_SETTING, LOCAL_FILE_LOG_STORE)
+        settings.setdefault(CHECKPOINT_MANAGER_SETTING, LOCAL_FILE_CHECKPOINT_MANAGER)
     builder = SparkSession.builder.master(master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)).appName(
         app_name
     )
