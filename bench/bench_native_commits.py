@@ -59,6 +59,7 @@ from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.pipeline.run.spark_session import build_spark
 
 STREAM = "bench"
+SIDES = ("writer", "transactions", "transactions_spark_checkpoints")
 HADOOP_LOG_STORE = "io.delta.storage.HDFSLogStore"
 """delta-spark's default LogStore for `file:` paths."""
 
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100, help="rows per table and batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--txn-from-state", action="store_true", help="also measure the txn read through txnVersion")
+    parser.add_argument("--sides", default=",".join(SIDES), help="comma-separated, of: " + ", ".join(SIDES))
     parser.add_argument(
         "--hadoop-writers", action="store_true", help="write logs and checkpoint files through Hadoop, not java.nio"
     )
@@ -135,7 +137,7 @@ def main() -> None:
     if args.hadoop_writers:
         conf = {**conf, LOG_STORE_SETTING: HADOOP_LOG_STORE, CHECKPOINT_MANAGER_SETTING: hadoop_checkpoint_manager()}
     spark = build_spark(conf=conf, packages=packages)
-    sides = ["writer", "transactions", "transactions_spark_checkpoints"]
+    sides = [side for side in SIDES if side in args.sides.split(",")]
     sides += ["transactions_txn_from_state"] if args.txn_from_state else []
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="bench-native-commits-") as scratch:
@@ -173,11 +175,12 @@ def main() -> None:
             "median_seconds_per_batch": round(median / args.batches, 3),
             "median_ms_per_table": round(median / args.batches / args.tables * 1000, 1),
         }
-    writer = result["sides"]["writer"]["median_seconds_per_batch"]
-    for side in sides[1:]:
-        result["sides"][side]["speedup_over_writer"] = round(
-            writer / result["sides"][side]["median_seconds_per_batch"], 2
-        )
+    if "writer" in sides:
+        writer = result["sides"]["writer"]["median_seconds_per_batch"]
+        for side in sides[1:]:
+            result["sides"][side]["speedup_over_writer"] = round(
+                writer / result["sides"][side]["median_seconds_per_batch"], 2
+            )
     print(json.dumps(result, indent=2))
 
 

@@ -58,8 +58,9 @@ def counted_rows(lake: LakeLayout) -> int:
 
 @pytest.fixture(scope="module", params=CONNECTORS)
 def ran(request, tmp_path_factory) -> Ran:
-    """One load per connector; a continuous run killed (SIGKILL, the whole process group) once its
-    first batch's counts are committed, then `--until-idle` to drain."""
+    """One load per connector; a continuous run over the first half of the files killed (SIGKILL,
+    the whole process group) once its first batch's counts are committed, then the second half
+    lands and `--until-idle` drains: the kill comes mid-run however fast the run is."""
     work = tmp_path_factory.mktemp(f"expectations_{request.param}")
     landing = work / "landing"
     manifest = generate(
@@ -67,6 +68,10 @@ def ran(request, tmp_path_factory) -> Ran:
             out=landing, events=EVENTS, event_types=4, drift=0.5, bad=0.0, violations=0.05, seed=21, events_per_file=250
         )
     )
+    later = work / "later"
+    later.mkdir()
+    for landed in manifest["files"][len(manifest["files"]) // 2 :]:
+        (landing / landed["name"]).rename(later / landed["name"])
     lake = LakeLayout.at(work / "lake")
     run = ("run", "--lake", str(lake.root), "--landing", str(landing), "--delta", request.param)
     rules = ("--expectations", str(landing / manifest["expectations_file"]))
@@ -93,6 +98,8 @@ def ran(request, tmp_path_factory) -> Ran:
             pass
         first.wait(timeout=60)
     at_kill = counted_rows(lake)
+    for landed in later.iterdir():
+        landed.rename(landing / landed.name)
     drained = subprocess.run(
         [sys.executable, "-m", "streamops", *run, *rules, "--until-idle"],
         capture_output=True,

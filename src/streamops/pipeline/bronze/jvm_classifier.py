@@ -84,23 +84,7 @@ def classifier_jar() -> Path | None:
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="streamops-javac-") as build:
         rendered = _rendered_templates(Path(build) / "src")
-        result = subprocess.run(
-            [
-                javac,
-                "-nowarn",
-                "-implicit:none",
-                "-sourcepath",
-                str(API_STUBS),
-                "-d",
-                build,
-                "-cp",
-                f"{_pyspark_jars()}/*",
-                *map(str, (*SOURCES, *rendered)),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
+        if not _compiled(javac, [*SOURCES, *rendered], build) and not _compiled(javac, list(SOURCES), build):
             return None
         partial = jar.with_suffix(".tmp")
         with zipfile.ZipFile(partial, "w") as archive:
@@ -108,6 +92,34 @@ def classifier_jar() -> Path | None:
                 archive.write(path, path.relative_to(build).as_posix())
         partial.rename(jar)
     return jar
+
+
+def _compiled(javac: str, sources: list[Path], into: str) -> bool:
+    """Whether `sources` compiled into `into`. The templated sources name Spark classes that a
+    Spark version may lack or shape otherwise: without them the jar still holds the classifier
+    and the line reader, and the session keeps Spark's own checkpoint file manager."""
+    result = subprocess.run(
+        [
+            javac,
+            "-nowarn",
+            "-implicit:none",
+            "-sourcepath",
+            str(API_STUBS),
+            "-d",
+            into,
+            "-cp",
+            f"{_pyspark_jars()}/*",
+            *map(str, sources),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return result.returncode == 0
+
+
+def jar_has_class(jar: Path, name: str) -> bool:
+    with zipfile.ZipFile(jar) as opened:
+        return f"{name.replace('.', '/')}.class" in opened.namelist()
 
 
 def checkpointing_package() -> str:

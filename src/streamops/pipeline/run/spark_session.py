@@ -18,6 +18,7 @@ from streamops.pipeline.bronze.jvm_classifier import (
     LOCAL_FILE_LOG_STORE,
     LOG_STORE_SETTING,
     classifier_jar,
+    jar_has_class,
 )
 from streamops.pipeline.exceptions import JavaNotFoundError
 from streamops.pipeline.runtime.jvm import driver_memory
@@ -115,7 +116,8 @@ def build_spark(
     if jar is not None:
         settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
         settings.setdefault(LOG_STORE_SETTING, LOCAL_FILE_LOG_STORE)
-        settings.setdefault(CHECKPOINT_MANAGER_SETTING, LOCAL_FILE_CHECKPOINT_MANAGER)
+        if jar_has_class(jar, LOCAL_FILE_CHECKPOINT_MANAGER):
+            settings.setdefault(CHECKPOINT_MANAGER_SETTING, LOCAL_FILE_CHECKPOINT_MANAGER)
     builder = SparkSession.builder.master(master or os.environ.get("STREAMOPS_SPARK_MASTER", DEFAULT_MASTER)).appName(
         app_name
     )

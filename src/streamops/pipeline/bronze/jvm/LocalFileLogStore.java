@@ -34,7 +34,7 @@ public class LocalFileLogStore extends HadoopFileSystemLogStore {
   @Override
   public void write(Path path, Iterator<String> actions, Boolean overwrite, Configuration hadoopConf)
       throws IOException {
-    java.nio.file.Path target = Paths.get(path.toUri());
+    java.nio.file.Path target = Paths.get(path.getFileSystem(hadoopConf).makeQualified(path).toUri());
     if (!Files.isDirectory(target.getParent())) {
       throw new java.io.FileNotFoundException("No such directory: " + target.getParent());
     }
