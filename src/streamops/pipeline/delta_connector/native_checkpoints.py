@@ -61,8 +61,8 @@ def delta_rs_checkpoints(table: DeltaTable) -> bool:
     return set(protocol.writer_features or ()) <= DELTA_RS_WRITER_FEATURES
 
 
-def write_checkpoint(spark: SparkSession, table: LocationLike, version: int | None = None) -> None:
-    """A checkpoint of `table` at `version` (None: its latest), by delta-rs where its protocol
+def write_checkpoint(spark: SparkSession, table: LocationLike, version: int) -> None:
+    """A checkpoint of `table` at `version`, by delta-rs where its protocol
     allows, else by delta-spark (at its latest version); then, as delta-spark does at a
     checkpoint, commits older than the table's `delta.logRetentionDuration` are deleted unless
     `delta.enableExpiredLogCleanup` is false. A checkpoint that fails is logged, not raised: the
