@@ -145,12 +145,9 @@ def main() -> None:
             order = sides if round_number % 2 == 0 else list(reversed(sides))
             for side in order:
                 root = Path(scratch) / side
-                paths = make_tables(
-                    spark,
-                    root,
-                    args.tables,
-                    NATIVE_TABLE_CONFIGURATION if side == "transactions" else TABLE_CONFIGURATION,
-                )
+                spark_checkpoints = side in ("writer", "transactions_spark_checkpoints")
+                configuration = TABLE_CONFIGURATION if spark_checkpoints else NATIVE_TABLE_CONFIGURATION
+                paths = make_tables(spark, root, args.tables, configuration)
                 load = round(os.getloadavg()[0], 2)
                 if side == "writer":
                     seconds = run_writer(spark, paths, args.batches, args.rows)

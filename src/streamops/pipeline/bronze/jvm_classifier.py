@@ -5,6 +5,10 @@ Classifying in the JVM keeps every landing line out of Python workers, which is 
 cost of bronze (see BENCHMARKS.md). Where no JDK is installed the pipeline uses the Python
 classifier (pipeline/bronze/bronze_classifier.py), whose results are the reference the JVM one is
 tested against.
+
+The same jar carries the session's other JVM pieces: the landing files' line reader, and the
+local-disk writers of Delta logs and streaming checkpoint files (`LocalFileLogStore`,
+`LocalFileCheckpointManager`), which `build_spark` configures when the jar holds them.
 """
 
 from __future__ import annotations
@@ -69,7 +73,8 @@ def _cache_dir() -> Path:
 
 
 def classifier_jar() -> Path | None:
-    """The compiled classifier, built on first use; None when no JDK compiler is available."""
+    """The compiled jar (classifier, line reader, local-disk writers), built on first use; None
+    when no JDK compiler is available."""
     javac = _javac()
     if javac is None:
         return None

@@ -4,10 +4,8 @@ import io.delta.storage.HadoopFileSystemLogStore;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Iterator;
 import java.util.UUID;
@@ -45,28 +43,9 @@ public class LocalFileLogStore extends HadoopFileSystemLogStore {
           out.write((actions.next() + "\n").getBytes(StandardCharsets.UTF_8));
         }
       }
-      if (overwrite) {
-        Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-      } else {
-        publish(temp, target);
-      }
+      LocalFiles.publish(temp, target, overwrite);
     } finally {
       Files.deleteIfExists(temp);
-    }
-  }
-
-  private static void publish(java.nio.file.Path temp, java.nio.file.Path target) throws IOException {
-    try {
-      Files.createLink(target, temp);
-    } catch (java.nio.file.FileAlreadyExistsException exists) {
-      throw exists;
-    } catch (UnsupportedOperationException | FileSystemException noLinks) {
-      synchronized (LocalFileLogStore.class) {
-        if (Files.exists(target)) {
-          throw new java.nio.file.FileAlreadyExistsException(target.toString());
-        }
-        Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
-      }
     }
   }
 
