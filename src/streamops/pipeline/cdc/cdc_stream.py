@@ -292,7 +292,7 @@ def _route_columns(
         detail.alias("_q_detail"),
         event_type,
         F.col("payload"),
-        typed_payload(schemas, event_type, schema_hash, image).alias(TYPED_COLUMN),
+        typed_payload(schemas, "event_type", schema_hash, image).alias(TYPED_COLUMN),
         rescued.alias(RESCUED_DATA_COLUMN),
         *[F.col(c) for c in tables.CHANGE_COLUMNS],
         *[F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()],

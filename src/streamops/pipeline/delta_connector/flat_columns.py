@@ -6,6 +6,7 @@ rows that stay in Spark: the native connector's appends and every CDC apply.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamops.pipeline.records.column_names import NESTED_SEPARATOR, column_name
@@ -14,25 +15,50 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 
-def flat_columns(parent: Column, struct: dict, prefix: str = "") -> list[Column]:
-    """The fields of `parent`, a struct of the (Spark JSON) type `struct`, as flat columns named
-    `parent__child` (pipeline/records/column_names.py): the columns of a silver table."""
-    from pyspark.sql.types import StructType
+@dataclass(frozen=True)
+class FlatField:
+    """One column of a table made from a parsed struct: where it sits in the struct (`path`, the
+    JSON names), its column name, and its Spark JSON type with nested fields named as columns."""
 
+    path: tuple[str, ...]
+    name: str
+    kind: Any
+    """The type the column has (`named_kind`), which differs from the struct's where objects
+    inside arrays or maps name nested fields."""
+    parsed_kind: Any
+
+
+def flat_fields(struct: dict, prefix: str = "", path: tuple[str, ...] = ()) -> list[FlatField]:
+    """The leaves of a struct of the (Spark JSON) type `struct`, as a table's flat columns
+    `parent__child` (pipeline/records/column_names.py), in field order."""
     found = []
     for field in struct["fields"]:
-        child = parent.getField(field["name"])
         name = prefix + column_name(field["name"])
         kind = field["type"]
         if isinstance(kind, dict) and kind.get("type") == "struct":
-            found += flat_columns(child, kind, name + NESTED_SEPARATOR)
-            continue
-        named = _column_named_type(kind)
-        if named != kind:  # objects inside arrays or maps: their keys name nested fields
-            holder = {"type": "struct", "fields": [{"name": "v", "type": named, "nullable": True, "metadata": {}}]}
-            child = child.cast(StructType.fromJson(holder).fields[0].dataType)
-        found.append(child.alias(name))
+            found += flat_fields(kind, name + NESTED_SEPARATOR, (*path, field["name"]))
+        else:
+            found.append(FlatField((*path, field["name"]), name, _column_named_type(kind), kind))
     return found
+
+
+def flat_column(parent: Column, leaf: FlatField) -> Column:
+    """`leaf` of `parent` (a struct column) as its table's column."""
+    from pyspark.sql.types import StructType
+
+    child = parent
+    for name in leaf.path:
+        child = child.getField(name)
+    if leaf.kind != leaf.parsed_kind:  # objects inside arrays or maps: their keys name nested fields
+        holder = {"type": "struct", "fields": [{"name": "v", "type": leaf.kind, "nullable": True, "metadata": {}}]}
+        child = child.cast(StructType.fromJson(holder).fields[0].dataType)
+    return child.alias(leaf.name)
+
+
+def flat_columns(parent: Column, struct: dict) -> list[Column]:
+    """The fields of `parent`, a struct of the (Spark JSON) type `struct`, as the flat columns of
+    a silver table."""
+    return [flat_column(parent, leaf) for leaf in flat_fields(struct)]
 
 
 def _column_named_type(kind: Any) -> Any:

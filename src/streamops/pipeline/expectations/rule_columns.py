@@ -12,8 +12,12 @@ row and unpacks the working columns again. Spark's optimizer collapses the selec
 the parsed struct computed once, so the rules cost no job and no second read.
 
 Which rules apply to a table is decided once per schema version: the rules are resolved against
-an empty DataFrame of the table's columns; a rule naming a column the table does not have (yet)
-is not applicable and is not evaluated.
+an empty DataFrame of the table's columns they may name (one analysis per distinct set of
+those, shared by the tables that have it); a rule naming a column the table does not have (yet)
+is not applicable and is not evaluated. A rule's check is one Column however many tables it
+applies to, and tables with the same rules share one branch of the evaluation, so the columns
+built and analysed each time a group's schemas change grow with the distinct rules, not with
+rules times tables.
 
 Rows evaluated: the rows of a table's event type that reached their table's route in the batch
 (all of them under on_incompatible=rescue; under quarantine or fail_group, not those a schema
@@ -27,19 +31,19 @@ key values; a row with a null in any key column passes (null equals nothing, as 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from streamops.pipeline.delta_connector.flat_columns import flat_columns
+from streamops.pipeline.delta_connector.flat_columns import flat_column, flat_fields
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.expectations.rules import Action, Expectation
 from streamops.pipeline.records.column_names import (
     LINEAGE_COLUMNS,
-    NESTED_SEPARATOR,
     RESCUED_DATA_COLUMN,
-    column_name,
     folded,
 )
+from streamops.pipeline.runtime.sql_literals import is_in
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -62,10 +66,10 @@ TABLE_LINEAGE_TYPES = {
     "_event_time": "timestamp",
     "_ingest_time": "timestamp",
     "_source_file": "string",
-    "_bronze_batch_id": "bigint",
+    "_bronze_batch_id": "long",
     "_schema_hash": "string",
 }
-"""Spark types of the lineage columns every silver table has (LINEAGE_COLUMNS)."""
+"""Spark (JSON) types of the lineage columns every silver table has (LINEAGE_COLUMNS)."""
 
 
 @dataclass(frozen=True)
@@ -84,44 +88,65 @@ class TableRules:
         return next(rule.action for rule in self.applicable + self.not_applicable if rule.name == name)
 
 
-def table_rules(
-    spark: SparkSession, table: str, schema_version: int, applied: dict[str, Any], rules: tuple[Expectation, ...]
-) -> TableRules:
-    """Which of `rules` the table's columns (of its applied schema `applied`) resolve: one
-    analysis for all of them, one per rule only when some do not."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+class RuleResolver:
+    """Which rules a table's columns resolve, judged by Spark's analyzer once per distinct set of
+    the columns the rules may name (names and types), not once per table: the tables of a group
+    mostly share them, and a group's schemas change while the run goes on."""
 
-    empty = spark.range(0).select(
-        F.lit(None).cast(StructType.fromJson(applied)).alias("s"),
-        *[F.lit(None).cast(kind).alias(name) for name, kind in TABLE_LINEAGE_TYPES.items()],
-        F.lit(None).cast("string").alias(RESCUED_DATA_COLUMN),
-    )
-    columns = empty.select(
-        *flat_columns(F.col("s"), applied), *[F.col(name) for name in (*TABLE_LINEAGE_TYPES, RESCUED_DATA_COLUMN)]
-    )
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._judged: dict[tuple, tuple[Expectation, ...]] = {}
+        """(rules, the columns they may name) -> the rules of them those columns resolve."""
 
-    def resolves(chosen: tuple[Expectation, ...]) -> bool:
-        """Whether the columns resolve every rule of `chosen`; a rule that fails for another
-        reason than a name (a type mismatch) stops the batch with one line naming it."""
-        from pyspark.errors import AnalysisException
+    def table_rules(
+        self, table: str, schema_version: int, applied: dict[str, Any], rules: tuple[Expectation, ...]
+    ) -> TableRules:
+        """`rules` on the table of applied schema `applied`: those its columns resolve, and those
+        naming a column it does not have (yet)."""
+        texts = [folded(_text(rule)) for rule in rules]
+        named = [leaf for leaf in flat_fields(applied) if _may_name(leaf.name, texts)]
+        columns = tuple((leaf.name, json.dumps(leaf.kind, sort_keys=True)) for leaf in named)
+        key = (rules, columns)
+        if key not in self._judged:
+            self._judged[key] = self._resolved(table, rules, columns)
+        fits = self._judged[key]
+        return TableRules(table, schema_version, fits, tuple(rule for rule in rules if rule not in fits))
 
-        try:
-            columns.select(*[c for rule in chosen for c in _referenced(rule)])
-        except AnalysisException as error:
-            condition = error.getCondition() or ""
-            if len(chosen) == 1 and not condition.startswith(NOT_APPLICABLE_CONDITIONS):
-                raise PipelineConfigError(
-                    f"expectation `{chosen[0].name}` cannot be evaluated on the columns of table `{table}` "
-                    f"({condition}): fix the rule, then restart the run"
-                ) from error
-            return False
-        return True
+    def _resolved(
+        self, table: str, rules: tuple[Expectation, ...], columns: tuple[tuple[str, str], ...]
+    ) -> tuple[Expectation, ...]:
+        """One analysis for all of `rules` over an empty frame of `columns` and the lineage
+        columns; one per rule only when some do not resolve."""
+        from pyspark.sql.types import StructType
 
-    if resolves(rules):
-        return TableRules(table, schema_version, rules)
-    fits = tuple(rule for rule in rules if resolves((rule,)))
-    return TableRules(table, schema_version, fits, tuple(rule for rule in rules if rule not in fits))
+        fields = [(name, json.loads(kind)) for name, kind in columns]
+        fields += [*TABLE_LINEAGE_TYPES.items(), (RESCUED_DATA_COLUMN, "string")]
+        schema = {
+            "type": "struct",
+            "fields": [{"name": n, "type": k, "nullable": True, "metadata": {}} for n, k in fields],
+        }
+        frame = self.spark.createDataFrame([], StructType.fromJson(schema))
+
+        def resolves(chosen: tuple[Expectation, ...]) -> bool:
+            """Whether the columns resolve every rule of `chosen`; a rule that fails for another
+            reason than a name (a type mismatch) stops the batch with one line naming it."""
+            from pyspark.errors import AnalysisException
+
+            try:
+                frame.select(*[c for rule in chosen for c in _referenced(rule)])
+            except AnalysisException as error:
+                condition = error.getCondition() or ""
+                if len(chosen) == 1 and not condition.startswith(NOT_APPLICABLE_CONDITIONS):
+                    raise PipelineConfigError(
+                        f"expectation `{chosen[0].name}` cannot be evaluated on the columns of table `{table}` "
+                        f"({condition}): fix the rule, then restart the run"
+                    ) from error
+                return False
+            return True
+
+        if resolves(rules):
+            return rules
+        return tuple(rule for rule in rules if resolves((rule,)))
 
 
 def _referenced(rule: Expectation) -> list[Column]:
@@ -148,22 +173,10 @@ def rule_scopes(
     """One scope for the tables sharing `struct`, unless the union's flat names collide (two
     paths of two event types making one column name): then one scope per table, on its own
     applied schema (`own`)."""
-    names = [folded(name) for name in _flat_names(schema)]
+    names = [folded(leaf.name) for leaf in flat_fields(schema)]
     if len(names) == len(set(names)):
         return [RuleScope(struct, schema, tables)]
     return [RuleScope(struct, own[t.table], (t,)) for t in tables]
-
-
-def _flat_names(schema: dict[str, Any], prefix: str = "") -> list[str]:
-    names = []
-    for entry in schema["fields"]:
-        name = prefix + column_name(entry["name"])
-        kind = entry["type"]
-        if isinstance(kind, dict) and kind.get("type") == "struct":
-            names += _flat_names(kind, name + NESTED_SEPARATOR)
-        else:
-            names.append(name)
-    return names
 
 
 def rule_selects(
@@ -179,20 +192,27 @@ def rule_selects(
     the rules that read it."""
     from pyspark.sql import functions as F
 
-    taken = {folded(n) for s in scopes for n in _flat_names(s.schema)}
+    taken = {folded(leaf.name) for s in scopes for leaf in flat_fields(s.schema)}
     names = [*working, *computed]
     hidden = {name: _free_name(f"{WORKING_PREFIX}{index}", taken) for index, name in enumerate(names)}
     table_columns = [*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN]
     selects: list[tuple[Column, ...]] = []
     current = list(working)
+    checks: dict[Expectation, Column] = {}
+    """Each rule's check, built once: it resolves against whichever scope's select it sits on."""
 
     def working_column(name: str) -> Column:
         return F.col(hidden[name])
 
+    def check(rule: Expectation) -> Column:
+        if rule not in checks:
+            checks[rule] = _check(rule, working_column, event_type)
+        return checks[rule]
+
     for index, scope in enumerate(scopes):
-        named = zip(_flat_names(scope.schema), flat_columns(F.col(scope.struct), scope.schema))
-        texts = [folded(_text(rule)) for rules in scope.tables for rule in rules.applicable]
-        exposed = [column for name, column in named if _may_name(name, texts)]
+        texts = list({folded(_text(rule)) for rules in scope.tables for rule in rules.applicable})
+        named = [leaf for leaf in flat_fields(scope.schema) if _may_name(leaf.name, texts)]
+        exposed = [flat_column(F.col(scope.struct), leaf) for leaf in named]
         exposed += [F.col(name) for name in table_columns]
         made = [column.alias(hidden[name]) for name, column in computed.items()] if index == 0 else []
         selects.append((*[F.col(name).alias(hidden[name]) for name in current], *made, *exposed))
@@ -200,12 +220,17 @@ def rule_selects(
             current += list(computed)
         later = {s.struct for s in scopes[index + 1 :]}
         current = [name for name in current if name not in {s.struct for s in scopes} - later]
-        failed = None
+        by_rules: dict[tuple[Expectation, ...], list[str]] = {}
         for rules in scope.tables:
-            value = _failures(rules, working_column, event_type)
-            condition = working_column(event_type) == F.lit(rules.table)
-            failed = F.when(condition, value) if failed is None else failed.when(condition, value)
-        failed = working_column(FAILED_COLUMN) if failed is None else failed.otherwise(working_column(FAILED_COLUMN))
+            by_rules.setdefault(rules.applicable, []).append(rules.table)
+        failed = working_column(FAILED_COLUMN)
+        if by_rules:
+            cases = None
+            for applicable, tables in by_rules.items():
+                condition = is_in(f"`{hidden[event_type]}`", tables)
+                value = _failures([check(rule) for rule in applicable])
+                cases = F.when(condition, value) if cases is None else cases.when(condition, value)
+            failed = cases.otherwise(failed)
         selects.append(
             tuple(failed.alias(name) if name == FAILED_COLUMN else working_column(name).alias(name) for name in current)
         )
@@ -225,25 +250,29 @@ def _may_name(column: str, texts: list[str]) -> bool:
     return any("*" in text or name in text or quoted in text for text in texts)
 
 
-def _failures(rules: TableRules, working_column: Callable[[str], Column], event_type: str) -> Column:
-    """The names of the rules of `rules.table` the row fails, evaluated in its scope."""
+def _check(rule: Expectation, working_column: Callable[[str], Column], event_type: str) -> Column:
+    """`action\x00name` of `rule` where the row fails it, else null."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    checks = []
-    for rule in rules.applicable:
-        if rule.expect is not None:
-            fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
-        else:
-            keys = [F.col(name) for name in rule.unique]
-            order = Window.partitionBy(working_column(event_type), *keys).orderBy(
-                *[working_column(n) for n in UNIQUE_ORDER]
-            )
-            no_null_key = F.lit(True)
-            for key in keys:
-                no_null_key = no_null_key & key.isNotNull()
-            fails = no_null_key & (F.row_number().over(order) > F.lit(1))
-        checks.append(F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}")))
+    if rule.expect is not None:
+        fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
+    else:
+        keys = [F.col(name) for name in rule.unique]
+        order = Window.partitionBy(working_column(event_type), *keys).orderBy(
+            *[working_column(n) for n in UNIQUE_ORDER]
+        )
+        no_null_key = F.lit(True)
+        for key in keys:
+            no_null_key = no_null_key & key.isNotNull()
+        fails = no_null_key & (F.row_number().over(order) > F.lit(1))
+    return F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))
+
+
+def _failures(checks: list[Column]) -> Column:
+    """The rules a row fails of a table whose rules' checks are `checks`."""
+    from pyspark.sql import functions as F
+
     return F.array_compact(F.array(*checks)) if checks else F.array().cast("array<string>")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from streamops.pipeline.registry.schema_compat import prune, without
+from streamops.pipeline.runtime.sql_literals import is_in
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -51,16 +52,19 @@ def _branches(schemas: Mapping[str, SilverSchema], event_type: Column, schema_ha
 
 def typed_payload(
     schemas: Mapping[str, SilverSchema],
-    event_type: Column,
+    event_type_column: str,
     schema_hash: Column,
     payload: Column,
     parsed: Mapping[tuple[str, ...], Column] | None = None,
 ) -> Column:
     """Each row's payload as Spark reads it with its type's applied schema (minus the fields its
     variation cannot hold), written back as JSON. `parsed`: a layer's (members of `parse_layers`)
-    rows already read into a struct column, for a projection that also reads that struct."""
+    rows already read into a struct column, for a projection that also reads that struct.
+    `event_type_column` names the column holding each row's event type."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
+
+    event_type = F.col(event_type_column)
 
     def read(schema: dict[str, Any]) -> Column:
         return F.to_json(F.from_json(payload, StructType.fromJson(schema)))
@@ -72,7 +76,7 @@ def typed_payload(
             value = read(without(schema.applied, _paths(schema, variation)))
             expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     for members, union in parse_layers({name: schema.applied for name, schema in schemas.items()}):
-        condition = event_type.isin(members)
+        condition = is_in(event_type_column, members)
         struct = (parsed or {}).get(tuple(members))
         value = read(union) if struct is None else F.to_json(struct)
         expression = F.when(condition, value) if expression is None else expression.when(condition, value)

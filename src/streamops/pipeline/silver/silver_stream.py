@@ -36,6 +36,7 @@ from streamops.pipeline.exceptions import ExpectationFailedError, IncompatibleSc
 from streamops.pipeline.expectations.counts_table import EXPECTATIONS_SCHEMA
 from streamops.pipeline.expectations.rule_columns import (
     FAILED_COLUMN,
+    RuleResolver,
     RuleScope,
     TableRules,
     counted,
@@ -44,7 +45,6 @@ from streamops.pipeline.expectations.rule_columns import (
     held_rows,
     rule_scopes,
     rule_selects,
-    table_rules,
     tally_items,
 )
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
@@ -55,6 +55,7 @@ from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, 
 from streamops.pipeline.registry.silver_schemas import GroupSchemas, SilverSchema
 from streamops.pipeline.runtime.batch_context import batch_commit_info
 from streamops.pipeline.runtime.batch_function import batch_function
+from streamops.pipeline.runtime.sql_literals import is_in
 from streamops.pipeline.silver.group_rows import group_row_filter
 from streamops.pipeline.silver.payload_parser import parse_layers, rescued_data, typed_payload
 
@@ -186,6 +187,7 @@ class SilverGroupWriter(GroupWriter):
         super().__init__(*args, **kwargs)
         self._rules: dict[tuple[str, int], TableRules] = {}
         """The rules of each table as of a schema version (which of them its columns resolve)."""
+        self._resolver: RuleResolver | None = None
 
     def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
         self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
@@ -195,6 +197,12 @@ class SilverGroupWriter(GroupWriter):
             rules = self.table_rules(bronze.sparkSession, schemas)
             self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible, rules))
         routes = self._routes[1]
+        if routes.shuffles:
+            # A `unique` rule's window shuffles the batch; adaptive execution would run that
+            # shuffle as a Spark job of its own before the write's, and the batch has no other
+            # shuffle for it to tune. The session is the query's own (Structured Streaming clones
+            # one per query), so no other query is affected.
+            bronze.sparkSession.conf.set("spark.sql.adaptive.enabled", "false")
         rows = routes.of(bronze)
         return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit, routes)), schemas, commit)
 
@@ -208,7 +216,9 @@ class SilverGroupWriter(GroupWriter):
                 continue
             key = (table, schema.schema_version)
             if key not in self._rules:
-                self._rules[key] = table_rules(spark, table, schema.schema_version, schema.applied, rules)
+                if self._resolver is None:
+                    self._resolver = RuleResolver(spark)
+                self._rules[key] = self._resolver.table_rules(table, schema.schema_version, schema.applied, rules)
                 for rule in self._rules[key].not_applicable:
                     log.warning(
                         "%s: expectation `%s` is not applicable to table `%s` at schema version %d: "
@@ -385,6 +395,11 @@ class SilverRoutes:
     def can_fail(self) -> bool:
         return any(rules.names("fail") for rules in self.rules.values())
 
+    @property
+    def shuffles(self) -> bool:
+        """Whether a `unique` rule is evaluated (a window over the batch's rows by key)."""
+        return any(rule.unique for rules in self.rules.values() for rule in rules.applicable)
+
     def of(self, bronze: DataFrame) -> DataFrame:
         rows = bronze.where(self.condition)
         for columns in self.selects:
@@ -417,14 +432,14 @@ def silver_routes(
     )
     lineage = [F.col(source).alias(name) for name, source in LINEAGE_COLUMNS.items()]
     reason = F.when(unfit.isNotNull(), F.lit("incompatible_type"))
-    condition = event_type.isin(sorted(schemas))
+    condition = is_in("event_type", schemas)
     if not rules:
         columns = (
             route.alias(ROUTE_COLUMN),
             tally.alias(TALLY_COLUMN),
             event_type,
             payload,
-            typed_payload(schemas, event_type, schema_hash, payload).alias(TYPED_COLUMN),
+            typed_payload(schemas, "event_type", schema_hash, payload).alias(TYPED_COLUMN),
             rescued.alias(RESCUED_DATA_COLUMN),
             *lineage,
             reason.alias("_q_reason"),
@@ -459,7 +474,7 @@ def silver_routes(
         *parsed,
     )
     layers = {members: F.col(name) for name, (members, _) in parsed.items()}
-    typed = {TYPED_COLUMN: typed_payload(schemas, event_type, schema_hash, payload, layers)}
+    typed = {TYPED_COLUMN: typed_payload(schemas, "event_type", schema_hash, payload, layers)}
     return SilverRoutes(
         condition, (first, *rule_selects(scopes, working, "event_type", typed), _routed_by_rules(rules)), rules
     )
@@ -482,7 +497,7 @@ def _rule_scopes(
         name = f"_layer_{index}"
         parsed[name] = (
             tuple(members),
-            F.when(event_type.isin(members), F.from_json(payload, StructType.fromJson(union))),
+            F.when(is_in("event_type", members), F.from_json(payload, StructType.fromJson(union))),
         )
         scopes += rule_scopes(name, union, checked, {t.table: schemas[t.table].applied for t in checked})
     return parsed, scopes
@@ -496,7 +511,7 @@ def _routed_by_rules(rules: dict[str, TableRules]) -> tuple[Column, ...]:
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
     failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
-    evaluated = (route == event_type) & event_type.isin(sorted(rules))
+    evaluated = (route == event_type) & is_in("event_type", rules)
     halt = evaluated & fails_action(failed, "fail")
     drop = evaluated & fails_action(failed, "drop")
     dropped = ~halt & drop
