@@ -6,15 +6,13 @@ join with the deleted keys, the history's versions by a window over each key's f
 Then, in the embedded apply's order (history, deleted keys, current state), one delta-spark MERGE
 per table, each txn-idempotent for (stream, batch id). delta-spark takes a MERGE's txn and commit
 metadata from session settings (`spark.databricks.delta.write.txnAppId`, `txnVersion`,
-`commitInfo.userMetadata`), which every query of the session shares: the MERGEs of all tables
-and groups of this process, and the commits that carry no identity of their own, take turns
-under one lock (pipeline/delta_connector/session_commits.py).
+`commitInfo.userMetadata`): each MERGE runs in a new session of the SparkContext that carries
+them (`_batch_session`), so the MERGEs of different tables and groups run side by side and no
+other commit of the process can take a batch's identity by mistake.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
@@ -39,7 +37,6 @@ from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
 from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
 from streamops.pipeline.delta_connector.native_commit import create_native_table
-from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 from streamops.pipeline.lake_tables import table_access
 
 if TYPE_CHECKING:
@@ -191,18 +188,17 @@ def _history(
     return inserts.select(*columns).unionByName(closes.select(*columns))
 
 
-@contextmanager
-def _batch_identity(spark: SparkSession, commit: BatchCommitInfo) -> Iterator[None]:
-    """The session settings that make a delta-spark MERGE carry the batch's txn and identity."""
-    with SESSION_COMMITS:
-        spark.conf.set(TXN_APP_ID, commit.stream)
-        spark.conf.set(TXN_VERSION, str(commit.batch_id))
-        spark.conf.set(USER_METADATA, commit.to_user_metadata())
-        try:
-            yield
-        finally:
-            for name in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
-                spark.conf.unset(name)
+def _batch_session(spark: SparkSession, commit: BatchCommitInfo) -> SparkSession:
+    """A session of its own for one MERGE, its settings carrying the batch's txn and identity:
+    delta-spark takes them from the session running the MERGE (its API has no per-call options),
+    so each MERGE gets a new session of the same SparkContext (no job, no copy of data) and the
+    MERGEs of different tables run side by side with nothing set on a session another commit
+    uses."""
+    session = spark.newSession()
+    session.conf.set(TXN_APP_ID, commit.stream)
+    session.conf.set(TXN_VERSION, str(commit.batch_id))
+    session.conf.set(USER_METADATA, commit.to_user_metadata())
+    return session
 
 
 def _create(
@@ -220,11 +216,12 @@ def _create(
         )
 
 
-def _merger(source: DataFrame, table: Location, condition: str) -> DeltaMergeBuilder:
-    """A MERGE of `source` (alias `s`) into `table` (alias `t`)."""
+def _merger(source: DataFrame, table: Location, condition: str, commit: BatchCommitInfo) -> DeltaMergeBuilder:
+    """A MERGE of `source` (alias `s`) into `table` (alias `t`) as batch `commit`'s."""
     from delta.tables import DeltaTable as SparkDeltaTable
 
-    return SparkDeltaTable.forPath(source.sparkSession, str(table)).alias("t").merge(source.alias("s"), condition)
+    session = _batch_session(source.sparkSession, commit)
+    return SparkDeltaTable.forPath(session, str(table)).alias("t").merge(source.alias("s"), condition)
 
 
 def _merge_metrics(table: Location, before: int) -> dict[str, int]:
@@ -252,9 +249,9 @@ def _merge_current(
         return {"inserted": 0, "updated": 0, "deleted": 0, "silver_version": None}
     before = open_table(target.current).version()
     predicates = tables.current_predicates(DIALECT)
-    with _batch_identity(spark, commit), table_access(target.current, f"merge batch {commit.batch_id} into"):
+    with table_access(target.current, f"merge batch {commit.batch_id} into"):
         merger = (
-            _merger(source, target.current, tables.keys_match(target.keys, DIALECT))
+            _merger(source, target.current, tables.keys_match(target.keys, DIALECT), commit)
             .withSchemaEvolution()
             .whenMatchedDelete(predicates["delete"])
             .whenMatchedUpdateAll(predicates["update"])
@@ -276,9 +273,9 @@ def _merge_deleted_keys(
         return
     predicates = tables.deleted_keys_predicates(DIALECT)
     values = tables.source_values(tables.DELETED_KEYS_SCHEMA.names, DIALECT)
-    with _batch_identity(spark, commit), table_access(table, f"merge batch {commit.batch_id} into"):
+    with table_access(table, f"merge batch {commit.batch_id} into"):
         merger = (
-            _merger(markers, table, "t.key = s.key")
+            _merger(markers, table, "t.key = s.key", commit)
             .whenMatchedUpdate(predicates["record"], values)
             .whenMatchedDelete(predicates["remove"])
             .whenNotMatchedInsert(predicates["insert"], values)
@@ -308,9 +305,9 @@ def _merge_history(
     before = open_table(target.history).version()
     predicates = tables.history_predicates(DIALECT)
     inserted = tables.source_values(columns, DIALECT)
-    with _batch_identity(spark, commit), table_access(target.history, f"merge batch {commit.batch_id} into"):
+    with table_access(target.history, f"merge batch {commit.batch_id} into"):
         merger = (
-            _merger(history, target.history, tables.history_match(target.keys, DIALECT))
+            _merger(history, target.history, tables.history_match(target.keys, DIALECT), commit)
             .whenMatchedUpdate(predicates["close"], tables.close_values(DIALECT))
             .whenNotMatchedInsert(predicates["insert"], inserted)
         )
@@ -327,5 +324,4 @@ def _add_columns(spark: SparkSession, table: Location, rows: DataFrame) -> None:
     present = set(spark.read.format("delta").load(str(table)).columns)
     if set(rows.columns) <= present:
         return
-    with SESSION_COMMITS:
-        rows.limit(0).write.format("delta").mode("append").option("mergeSchema", "true").save(str(table))
+    rows.limit(0).write.format("delta").mode("append").option("mergeSchema", "true").save(str(table))

@@ -44,7 +44,6 @@ from streamops.pipeline.delta_connector.native_checkpoints import (
     checkpoint_due,
     write_checkpoint,
 )
-from streamops.pipeline.delta_connector.session_commits import SESSION_COMMITS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -203,8 +202,7 @@ def create_native_table(
     builder = SparkDeltaTable.createIfNotExists(spark).location(str(table)).addColumns(columns)
     for key, value in configuration.items():
         builder = builder.property(key, value)
-    with SESSION_COMMITS:
-        builder.execute()
+    builder.execute()
 
 
 def _new_metadata(schemas: list[pa.Schema]) -> dict[str, Any]:
