@@ -3,7 +3,8 @@
 It parses queued events, measures backlog, updates the fleet, re-measures the backlog of
 streams that went quiet (a blocked batch sends no progress), commits Kafka positions to
 consumer groups (when stopped, after the last event, each group's final position), appends the
-progress log in one commit per flush interval, and runs the log's retention. A failed commit
+progress log in one commit per flush interval, and runs the retention and compaction of the log
+and of the pipeline's expectation counts. A failed commit
 keeps its rows for the next attempt; nothing here may kill the thread.
 """
 
@@ -12,15 +13,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from streamops.core.exceptions import StreamopsError, error_line
+from streamops.core.storage.location import Location
 from streamops.monitor.event_queue import EventQueue, FlushRequest, RawEvent
 from streamops.monitor.exceptions import ProgressEventError
 from streamops.monitor.fleet import Fleet
 from streamops.monitor.kafka_groups import KafkaGroupPublisher
 from streamops.monitor.progress_event import QueryIdle, QueryProgress, parse_event
-from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_log import MaintenanceResult, ProgressLog
 from streamops.monitor.progress_record import row_of
 from streamops.monitor.source_backlog import BacklogReading, SourceBacklog
 
@@ -29,6 +31,14 @@ log = logging.getLogger("streamops.monitor")
 IDLE_LOG_INTERVAL_S = 60.0
 MAINTENANCE_INTERVAL_S = 3600.0
 MAX_BUFFERED_ROWS = 200_000
+
+
+class MaintainedTable(Protocol):
+    """A table the worker keeps to its retention and compacts (ProgressLog, ExpectationCounts)."""
+
+    path: Location
+
+    def maintain(self, now: float) -> MaintenanceResult: ...
 
 
 class ProgressWorker:
@@ -43,7 +53,10 @@ class ProgressWorker:
         maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
         clock: Callable[[], float] = time.time,
         kafka_groups: KafkaGroupPublisher | None = None,
+        also_maintained: Sequence[MaintainedTable] = (),
     ) -> None:
+        """`also_maintained`: tables beside the progress log kept to their retention and
+        compacted on the log's maintenance clock."""
         if flush_interval_s <= 0:
             raise ValueError(f"flush_interval_s must be positive, got {flush_interval_s}")
         self._queue = queue
@@ -55,6 +68,10 @@ class ProgressWorker:
         self._maintenance_interval_s = maintenance_interval_s
         self._clock = clock
         self._kafka_groups = kafka_groups
+        self._maintained: list[MaintainedTable] = [
+            *([progress_log] if progress_log is not None else []),
+            *also_maintained,
+        ]
         self._rows: list[dict[str, Any]] = []
         self._write_failing = False
         self._idle_logged_at: dict[str, float] = {}
@@ -115,7 +132,7 @@ class ProgressWorker:
             if now - last_flush >= self._flush_interval_s:
                 self._write()
                 last_flush = now
-            if self._log is not None and now - last_maintenance >= self._maintenance_interval_s:
+            if self._maintained and now - last_maintenance >= self._maintenance_interval_s:
                 self._maintain(now)
                 last_maintenance = now
             if self._stop.is_set() and self._queue.qsize() == 0:
@@ -218,8 +235,8 @@ class ProgressWorker:
         self._rows = []
 
     def _maintain(self, now: float) -> None:
-        assert self._log is not None
-        try:
-            self._log.maintain(now)
-        except Exception as error:
-            log.warning("streamops monitor progress-log maintenance failed (will retry): %s", error)
+        for table in self._maintained:
+            try:
+                table.maintain(now)
+            except Exception as error:
+                log.warning("streamops monitor maintenance of %s failed (will retry): %s", table.path, error)

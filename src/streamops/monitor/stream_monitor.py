@@ -29,6 +29,7 @@ from streamops.core.lake_layout import LakeLayout, LakeLike
 from streamops.core.storage.location import LocationLike
 from streamops.monitor.event_queue import EventQueue, RawEvent
 from streamops.monitor.exceptions import MonitorError
+from streamops.monitor.expectation_counts_upkeep import ExpectationCounts
 from streamops.monitor.exporter import FleetCollector, MetricsServer, serve_metrics
 from streamops.monitor.fleet import CdcApply, Fleet, TableCommit
 from streamops.monitor.kafka_groups import KafkaGroupCommits, KafkaGroupPublisher
@@ -89,6 +90,7 @@ class StreamMonitor:
             self.progress_log,
             flush_interval_s,
             kafka_groups=None if kafka_groups is None else KafkaGroupPublisher(kafka_groups),
+            also_maintained=() if lake is None else (ExpectationCounts(lake.expectations, retention_days),),
         )
         self._collector = FleetCollector(
             self._fleet,

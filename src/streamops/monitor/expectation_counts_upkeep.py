@@ -1,0 +1,62 @@
+"""Upkeep of `_system/expectations`, which the pipeline appends to in a commit of a few rows per
+group and batch: one row per table, rule and batch, around two million rows an hour for 300
+tables of 10 rules on 5-second batches. The monitor's worker keeps it to the monitor's retention
+and compacts its small files, on the same clock as the progress log's upkeep.
+
+Old rows go by `committed_at`, after a look at the files' statistics so an hourly pass over a
+table with nothing old reads no data. Both are commits of their own, each a conflict-free
+companion of the pipeline's blind appends; one that fails is logged and tried again at the next
+pass. The exporter's counters come from the batches as they commit, not from this table, so
+dropping old rows changes no metric; `streamops status` and the console read the last day.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from streamops.core.delta_format.read import is_table, open_table
+from streamops.core.storage.location import Location, LocationLike
+from streamops.monitor.progress_log import MaintenanceResult
+
+COMMITTED_AT = "committed_at"
+
+
+class ExpectationCounts:
+    """`_system/expectations` at `path`, kept for `retention_days`."""
+
+    def __init__(self, path: LocationLike, retention_days: int = 30) -> None:
+        if retention_days < 1:
+            raise ValueError(f"retention_days must be at least 1, got {retention_days}")
+        self.path = Location.of(path)
+        self.retention_days = retention_days
+
+    def maintain(self, now: float) -> MaintenanceResult:
+        """Drop the rows committed before the retention, then compact the table's small files."""
+        cutoff = datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)
+        if not is_table(self.path):
+            return MaintenanceResult(cutoff.date(), 0, 0)
+        table = open_table(self.path)
+        deleted = 0
+        oldest = _oldest(table)
+        if oldest is None or oldest < cutoff:
+            metrics = table.delete(f"{COMMITTED_AT} < '{cutoff.isoformat()}'")
+            deleted = int(metrics.get("num_deleted_rows") or 0)
+            table = open_table(self.path)
+        compacted = table.optimize.compact()
+        return MaintenanceResult(cutoff.date(), deleted, int(compacted.get("numFilesRemoved") or 0))
+
+
+def _oldest(table: DeltaTable) -> datetime | None:
+    """The oldest `committed_at` by the files' statistics (None when a file has none to say;
+    the newest possible moment for a table without files)."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    column = f"min.{COMMITTED_AT}"
+    if actions.num_rows == 0:
+        return datetime.max.replace(tzinfo=timezone.utc)
+    if column not in actions.column_names or actions.column(column).null_count:
+        return None
+    return pc.min(actions.column(column)).as_py()
