@@ -1,10 +1,9 @@
 """Values written into Spark SQL text, so a list of hundreds crosses Py4J in one call.
 
-`Column.isin(values)` makes one Py4J call per value: with hundreds of known schema variations,
-tens of milliseconds of every bronze batch spent on the driver between Spark jobs
-(BENCHMARKS.md has the measurement). The same test written as
-SQL text (`expression IN ('a', 'b', ...)`) is one call, and Spark turns it into the same hash
-lookup (`InSet`).
+`Column.isin(values)` makes one Py4J call per value: with hundreds of event types or known schema
+variations, driver time between Spark jobs that grows with the list (BENCHMARKS.md has the
+measurements). The same test written as SQL text (`expression IN ('a', 'b', ...)`) is one call,
+and Spark turns it into the same hash lookup (`InSet`).
 """
 
 from __future__ import annotations
