@@ -23,7 +23,7 @@ class FlatField:
     path: tuple[str, ...]
     name: str
     kind: Any
-    """The type the column has (`named_kind`), which differs from the struct's where objects
+    """The type the column has, which differs from the struct's (`parsed_kind`) where objects
     inside arrays or maps name nested fields."""
     parsed_kind: Any
 
@@ -44,21 +44,32 @@ def flat_fields(struct: dict, prefix: str = "", path: tuple[str, ...] = ()) -> l
 
 def flat_column(parent: Column, leaf: FlatField) -> Column:
     """`leaf` of `parent` (a struct column) as its table's column."""
-    from pyspark.sql.types import StructType
-
     child = parent
     for name in leaf.path:
         child = child.getField(name)
-    if leaf.kind != leaf.parsed_kind:  # objects inside arrays or maps: their keys name nested fields
-        holder = {"type": "struct", "fields": [{"name": "v", "type": leaf.kind, "nullable": True, "metadata": {}}]}
-        child = child.cast(StructType.fromJson(holder).fields[0].dataType)
-    return child.alias(leaf.name)
+    return _as_column(child, leaf)
 
 
 def flat_columns(parent: Column, struct: dict) -> list[Column]:
     """The fields of `parent`, a struct of the (Spark JSON) type `struct`, as the flat columns of
-    a silver table."""
-    return [flat_column(parent, leaf) for leaf in flat_fields(struct)]
+    a silver table; each nested struct's field is built once for all its leaves."""
+    fields: dict[tuple[str, ...], Column] = {(): parent}
+
+    def field(path: tuple[str, ...]) -> Column:
+        if path not in fields:
+            fields[path] = field(path[:-1]).getField(path[-1])
+        return fields[path]
+
+    return [_as_column(field(leaf.path), leaf) for leaf in flat_fields(struct)]
+
+
+def _as_column(child: Column, leaf: FlatField) -> Column:
+    from pyspark.sql.types import StructType
+
+    if leaf.kind != leaf.parsed_kind:  # objects inside arrays or maps: their keys name nested fields
+        holder = {"type": "struct", "fields": [{"name": "v", "type": leaf.kind, "nullable": True, "metadata": {}}]}
+        child = child.cast(StructType.fromJson(holder).fields[0].dataType)
+    return child.alias(leaf.name)
 
 
 def _column_named_type(kind: Any) -> Any:
