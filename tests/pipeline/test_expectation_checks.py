@@ -62,9 +62,27 @@ def test_rules_on_columns_no_table_has_yet_pass(spark):
                 Expectation("one_order", unique=("order_id",)),
             )
         },
-        bronze=(Expectation("recent", "fail", expect="ingested_at > current_timestamp() - INTERVAL 1 DAY"),),
+        bronze=(Expectation("recent", "fail", expect="event_time > current_timestamp() - INTERVAL 1 DAY"),),
     )
     check_expectations(spark, rules)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Expectation("recent", "fail", expect="ingested_at > current_timestamp() - INTERVAL 1 DAY"),
+        Expectation("one_batch", unique=("batch_id",)),
+    ],
+)
+def test_a_bronze_rule_naming_a_column_bronze_lines_do_not_have_is_refused(spark, rule):
+    """Bronze's columns are known before the run: a rule naming another is a typo, or a column
+    the commit fills (`batch_id`, `ingest_time`)."""
+    line = refusal(spark, ExpectationSet(bronze=(rule,)))
+    assert line.startswith(f"expectation `{rule.name}` of bronze rules cannot run on bronze's columns (")
+    assert line.endswith(
+        "a bronze rule may name event_type, event_id, event_time, schema_hash, payload, "
+        "source_file, kafka_topic, kafka_partition, kafka_offset, kafka_timestamp, kafka_key"
+    )
 
 
 def test_the_run_refuses_before_any_query_starts(spark, tmp_path):

@@ -186,27 +186,3 @@ def test_a_bad_rules_file_is_refused_in_one_line_before_spark_starts(
     assert code == 2
     assert err.count("\n") == 1 and err.startswith(f"streamops: error: {says}"), err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["landing", "rules.yaml"][: 2 if text else 1]
-
-
-@pytest.mark.parametrize(
-    ("flags", "text", "says"),
-    [
-        ([], "bronze: [{name: has_type, expect: 'event_type IS NOT NULL'}]\n", "expectations on bronze"),
-        (["--cdc", "debezium"], "default: [{name: has_id, expect: 'id IS NOT NULL'}]\n", "a run of database changes"),
-    ],
-)  # fmt: skip
-def test_rules_the_run_would_not_evaluate_refuse_it_before_spark_starts(
-    tmp_path, monkeypatch, capsys, flags, text, says
-):
-    from streamops.cli import main
-
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "landing").mkdir()
-    write(tmp_path, "rules.yaml", text)
-    code = main(
-        ["run", "--lake", "lake", "--landing", "landing", "--until-idle", *flags, "--expectations", "rules.yaml"]
-    )
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.count("\n") == 1 and says in err, err
-    assert not (tmp_path / "lake" / "_checkpoints").exists()

@@ -16,6 +16,9 @@ from streamops.core.exceptions import StreamopsError
 from streamops.core.storage.location import Location, LocationLike
 
 BRONZE_STREAM = "bronze"
+BRONZE_EVENTS_TABLE = "bronze/events"
+"""Bronze's events table by its path in the lake: the name its data-quality rules are counted
+under (`_system/expectations.table`), which no event type or CDC table can take (no `/`)."""
 MANAGEMENT_STREAM = "management"
 SILVER_STREAM_PREFIX = "silver_"
 DELTA_LOG_DIR = "_delta_log"
@@ -88,7 +91,7 @@ class LakeLayout:
 
     @property
     def bronze_events(self) -> Location:
-        return self.root / "bronze" / "events"
+        return self.root / BRONZE_EVENTS_TABLE
 
     @property
     def bronze_quarantine(self) -> Location:

@@ -41,6 +41,11 @@ BRONZE_SCHEMA = pa.schema(
     ]
 )
 
+BRONZE_COMMIT_COLUMNS = ("ingest_time", "batch_id")
+"""Bronze columns the commit fills, one value per batch: bronze's rules cannot name them."""
+BRONZE_RULE_COLUMNS = tuple(name for name in BRONZE_SCHEMA.names if name not in BRONZE_COMMIT_COLUMNS)
+"""The bronze columns a bronze rule may name, as a line has them before it is written."""
+
 QUARANTINE_SCHEMA = pa.schema(
     [
         ("stream", pa.string()),

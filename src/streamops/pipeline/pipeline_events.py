@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from streamops.core.checkpoint_format.kafka_positions import LostRange
 from streamops.core.lake_layout import BRONZE_STREAM, silver_stream
 from streamops.monitor.fleet import CdcApply, TableCommit
-from streamops.pipeline.expectations.rules import Action
+from streamops.pipeline.expectations.counts_table import ExpectationCount
 from streamops.pipeline.registry.schema_alerts import SchemaAlert
 from streamops.pipeline.registry.silver_schemas import SilverSchema
 
@@ -39,21 +39,7 @@ class BronzeBatchResult:
     new_variations: int
     kafka_lost: tuple[LostRange, ...] = ()
     """Kafka offsets the batch could not read (retention deleted them; --allow-data-loss)."""
-
-
-@dataclass(frozen=True)
-class ExpectationCount:
-    """One rule on one table in one batch: rows that passed and failed it (a rule on columns the
-    table does not have yet is `applicable=False`, both counts 0). `version`: the Delta version
-    of the table the batch wrote, None when it wrote none."""
-
-    table: str
-    expectation: str
-    action: Action
-    passed: int
-    failed: int
-    version: int | None = None
-    applicable: bool = True
+    expectations: tuple[ExpectationCount, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +128,7 @@ class MonitorEvents:
             self.monitor.record_kafka_data_loss(BRONZE_STREAM, lost.topic, lost.partition, lost.count)
         if max_event_time is not None:
             self.monitor.record_stream_event_time(BRONZE_STREAM, max_event_time)
+        self._record_expectations(BRONZE_STREAM, result.expectations)
 
     def silver_committed(self, result: SilverBatchResult, schemas: dict[str, SilverSchema]) -> None:
         now = time.time()

@@ -24,7 +24,7 @@ from streamops.checkpoint_tools.correlation import correlate
 from streamops.checkpoint_tools.doctor import checkpoint_targets, diagnose
 from streamops.checkpoint_tools.sink_index import SinkTableIndex
 from streamops.core.delta_format.read import is_table, open_table, read_delta
-from streamops.core.lake_layout import LakeLayout, is_valid_event_type
+from streamops.core.lake_layout import BRONZE_EVENTS_TABLE, BRONZE_STREAM, LakeLayout, is_valid_event_type
 from streamops.core.storage.location import Location
 from streamops.dashboards.console import LAKE_ENV
 from streamops.dashboards.exceptions import ConsoleError
@@ -273,8 +273,13 @@ def expectation_rules(root: str) -> pd.DataFrame | None:
 
 @st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
 def expectation_examples(root: str, table: str, rows: int) -> pd.DataFrame | None:
-    """The newest `rows` rows `drop` rules sent from `table` to the quarantine."""
-    filters = [("reason", "=", EXPECTATION_REASON), ("event_type", "=", table)]
+    """The newest `rows` rows `drop` rules sent from `table` to the quarantine: bronze's rules
+    quarantine from the bronze stream, a silver or CDC table's from its group's."""
+    filters = [("reason", "=", EXPECTATION_REASON)]
+    if table == BRONZE_EVENTS_TABLE:
+        filters.append(("stream", "=", BRONZE_STREAM))
+    else:
+        filters += [("stream", "!=", BRONZE_STREAM), ("event_type", "=", table)]
     frame = _read(LakeLayout.at(root).bronze_quarantine, columns=QUARANTINE_COLUMNS, filters=filters)
     if frame is None:
         return None

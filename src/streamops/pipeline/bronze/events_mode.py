@@ -31,7 +31,6 @@ class EventsMode:
 
     classifier: Classifier = "auto"
     prototype_column: ClassVar[str | None] = None
-    checks_expectations: ClassVar[bool] = True
 
     def classify(self, spark: SparkSession, lines: DataFrame, limits: RecordLimits) -> DataFrame:
         from pyspark.sql import functions as F

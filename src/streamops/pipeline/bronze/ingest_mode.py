@@ -26,12 +26,6 @@ class IngestMode(Protocol):
         """The classified column the registry learns a new variation from (None: the payload)."""
         ...
 
-    @property
-    def checks_expectations(self) -> bool:
-        """Whether its group writers evaluate data-quality expectations: a run whose mode does
-        not is refused rules rather than ignoring them."""
-        ...
-
     def classify(self, spark: SparkSession, lines: DataFrame, limits: RecordLimits) -> DataFrame:
         """Lines (bronze/line_sources.py) -> CLASSIFIED_SCHEMA (bronze/bronze_classifier.py), with
         `prototype_column` when there is one."""

@@ -43,18 +43,28 @@ from streamops.pipeline.cdc.change_reader import (
     REASON,
     ChangeReader,
 )
-from streamops.pipeline.cdc.debezium_envelope import declared_for
+from streamops.pipeline.cdc.debezium_envelope import UPSERT_OPS, declared_for
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
 from streamops.pipeline.cdc.table_merges import TableMerges
 from streamops.pipeline.delta_connector.flat_columns import flat_columns
-from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
+from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TALLY_ITEMS_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.exceptions import IncompatibleSchemaError, PipelineConfigError
+from streamops.pipeline.expectations.counts_table import ExpectationCount, counts_rows, expectation_counts
+from streamops.pipeline.expectations.rule_columns import (
+    FAILED_COLUMN,
+    TableCounts,
+    TableRules,
+    counted,
+    rule_outcome,
+    rule_selects,
+)
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.pipeline_events import CdcBatchResult, CdcTableApply, PipelineEvents
 from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN, column_name
 from streamops.pipeline.registry.schema_alerts import SchemaAlert, alert_rows
 from streamops.pipeline.registry.silver_schemas import SilverSchema
 from streamops.pipeline.runtime.spark_threads import side_by_side
+from streamops.pipeline.runtime.sql_literals import is_in
 from streamops.pipeline.silver.payload_parser import rescued_data, typed_payload
 from streamops.pipeline.silver.silver_stream import (
     ACTION_OF,
@@ -64,6 +74,7 @@ from streamops.pipeline.silver.silver_stream import (
     TYPED_COLUMN,
     GroupWriter,
     SilverSettings,
+    rule_layers,
     unfit_variation,
 )
 
@@ -72,6 +83,10 @@ if TYPE_CHECKING:
 
     from streamops.core.delta_format.commit_metadata import BatchCommitInfo
     from streamops.pipeline.delta_connector.connector import DeltaConnector
+
+
+EVALUATED_COLUMN = "_expect_evaluated"
+"""Whether a change's table evaluated its rules on it (an upsert bound for the table)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,10 @@ class RoutedCount:
     rows: int
     oldest: datetime | None
     newest: datetime | None
+    evaluated: bool = False
+    """Whether its table's rules were evaluated on these changes (upserts bound for the table)."""
+    items: tuple[str, ...] = ()
+    """Their tally items: the rules they failed (rule_columns.tally_items)."""
 
 
 class CdcGroupWriter(GroupWriter):
@@ -117,11 +136,15 @@ class CdcGroupWriter(GroupWriter):
         )
         try:
             keys = self.table_keys(changes, schemas)
-            routed = changes.select(*_route_columns(schemas, keys, self.settings))
-            counts = _counts(routed)
+            rules = self.table_rules(bronze.sparkSession, schemas)
+            routed = changes
+            for columns in _routes(schemas, keys, self.settings, rules):
+                routed = routed.select(*columns)
+            counts = _counts(routed, bool(rules))
             alerts = _alerts(counts, schemas, self.settings)
+            evaluated = _evaluated(counts, rules)
             if any(c.route == HALT_ROUTE for c in counts):
-                self._halt(alerts, commit)
+                self._halt(alerts, expectation_counts(evaluated, rules, {}), commit)
             quarantined: dict[str, int] = {}
             for count in (c for c in counts if c.route == QUARANTINE_ROUTE):
                 quarantined[count.reason or ""] = quarantined.get(count.reason or "", 0) + count.rows
@@ -134,7 +157,15 @@ class CdcGroupWriter(GroupWriter):
                 )
             if applied:
                 self.connector.write_batch(self.lake.cdc_applies, _apply_rows(applied, commit), commit)
-            return CdcBatchResult(self.group, commit.batch_id, tuple(a for a, _ in applied), quarantined, tuple(alerts))
+            versions = {a.table: done.silver_version for a, done in applied}
+            checked = expectation_counts(evaluated, rules, versions)
+            if checked:
+                self.connector.write_batch(
+                    self.lake.expectations, counts_rows(checked, self.stream, commit.batch_id), commit
+                )
+            return CdcBatchResult(
+                self.group, commit.batch_id, tuple(a for a, _ in applied), quarantined, tuple(alerts), checked
+            )
         finally:
             changes.unpersist()
 
@@ -196,9 +227,12 @@ class CdcGroupWriter(GroupWriter):
             report_path="",
         )
 
-    def _halt(self, alerts: list[SchemaAlert], commit: BatchCommitInfo) -> None:
-        self.connector.write_batch(self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit)
-        raise self.policy_stop(alerts, "fix the source")
+    def _halt(self, alerts: list[SchemaAlert], counts: tuple[ExpectationCount, ...], commit: BatchCommitInfo) -> None:
+        if alerts:
+            self.connector.write_batch(
+                self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
+            )
+        raise self.stop_for(alerts, counts, commit.batch_id, "fix the source")
 
     def _apply_tables(
         self,
@@ -246,11 +280,49 @@ def _ordering(sequence_by: str) -> str:
     return f"`{sequence_by}` (--cdc-sequence)" if sequence_by else "its source position"
 
 
+def _routes(
+    schemas: dict[str, SilverSchema],
+    keys: dict[str, tuple[str, ...]],
+    settings: SilverSettings,
+    rules: dict[str, TableRules],
+) -> list[tuple[Column, ...]]:
+    """The selects that give each change its route (its table, quarantine or halt), the reason
+    and detail it is quarantined with, its typed row and its rescued fields: one, or more when
+    `rules` are evaluated. A table's rules check the row an upsert (insert, update, snapshot
+    read) would write; a delete or truncate writes no row and is not checked."""
+    from pyspark.sql import functions as F
+
+    columns = _route_columns(schemas, keys, settings)
+    if not rules:
+        return [tuple(columns)]
+    event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
+    parsed, scopes = rule_layers(schemas, rules, event_type, F.col(IMAGE))
+    first = (
+        *columns,
+        F.lit(None).cast("array<string>").alias(FAILED_COLUMN),
+        *[struct.alias(name) for name, (_, struct) in parsed.items()],
+    )
+    names = [ROUTE_COLUMN, "_q_reason", "_q_detail", "event_type", "payload", TYPED_COLUMN, RESCUED_DATA_COLUMN]
+    names += [*tables.CHANGE_COLUMNS, *LINEAGE_COLUMNS]
+    working = (*names, FAILED_COLUMN, *parsed)
+    upsert = F.col(tables.OP).isin(sorted(UPSERT_OPS))
+    evaluated = (route == event_type) & is_in("event_type", rules) & upsert
+    outcome = rule_outcome(
+        evaluated, event_type, route, F.col("_q_reason"), F.col("_q_detail"), HALT_ROUTE, QUARANTINE_ROUTE
+    )
+    made = {ROUTE_COLUMN: outcome.route, "_q_reason": outcome.reason, "_q_detail": outcome.detail}
+    last = (
+        *[made[name].alias(name) if name in made else F.col(name) for name in names],
+        evaluated.alias(EVALUATED_COLUMN),
+        outcome.items.alias(TALLY_ITEMS_COLUMN),
+    )
+    return [first, *rule_selects(scopes, working, "event_type", {}), last]
+
+
 def _route_columns(
     schemas: dict[str, SilverSchema], keys: dict[str, tuple[str, ...]], settings: SilverSettings
 ) -> list[Column]:
-    """Each change with its route (its table, quarantine or halt), the reason and detail it is
-    quarantined with, its typed row and its rescued fields."""
+    """Each change with its route, quarantine reason and detail, typed row and rescued fields."""
     from pyspark.sql import functions as F
 
     event_type, schema_hash, image = F.col("event_type"), F.col("schema_hash"), F.col(IMAGE)
@@ -313,11 +385,15 @@ def _typed_columns(schema: SilverSchema) -> list[Column]:
     ]
 
 
-def _counts(routed: DataFrame) -> list[RoutedCount]:
+def _counts(routed: DataFrame, with_rules: bool) -> list[RoutedCount]:
+    """The batch's changes counted by route, table, variation, reason and (`with_rules`) the
+    rules they failed: one job, which also counts the rules."""
     from pyspark.sql import functions as F
 
+    by = [ROUTE_COLUMN, "event_type", "_schema_hash", "_q_reason"]
+    by += [EVALUATED_COLUMN, TALLY_ITEMS_COLUMN] if with_rules else []
     rows = (
-        routed.groupBy(ROUTE_COLUMN, "event_type", "_schema_hash", "_q_reason")
+        routed.groupBy(*by)
         .agg(
             F.count(F.lit(1)).alias("rows"), F.min("_event_time").alias("oldest"), F.max("_event_time").alias("newest")
         )
@@ -325,10 +401,32 @@ def _counts(routed: DataFrame) -> list[RoutedCount]:
     )
     return [
         RoutedCount(
-            r[ROUTE_COLUMN], r["event_type"], r["_schema_hash"], r["_q_reason"], r["rows"], r["oldest"], r["newest"]
+            r[ROUTE_COLUMN],
+            r["event_type"],
+            r["_schema_hash"],
+            r["_q_reason"],
+            r["rows"],
+            r["oldest"],
+            r["newest"],
+            evaluated=bool(with_rules and r[EVALUATED_COLUMN]),
+            items=tuple(r[TALLY_ITEMS_COLUMN] or ()) if with_rules else (),
         )
         for r in rows
     ]
+
+
+def _evaluated(counts: list[RoutedCount], rules: dict[str, TableRules]) -> dict[str, TableCounts]:
+    """Of each table with rules: the changes they were evaluated on, and the failures per rule."""
+    tallies: dict[str, dict[str, int]] = {}
+    items: dict[str, dict[str, int]] = {}
+    for count in counts:
+        if count.evaluated and count.route == count.table:
+            table = tallies.setdefault(count.table, {})
+            table[""] = table.get("", 0) + count.rows
+        for item in count.items:
+            route = items.setdefault(count.route, {})
+            route[item] = route.get(item, 0) + count.rows
+    return counted(tallies, items, set(rules))
 
 
 def _alerts(counts: list[RoutedCount], schemas: dict[str, SilverSchema], settings: SilverSettings) -> list[SchemaAlert]:

@@ -28,7 +28,6 @@ class DebeziumChanges:
 
     settings: CdcSettings = CdcSettings()
     prototype_column: ClassVar[str | None] = ROW_IMAGE_COLUMN
-    checks_expectations: ClassVar[bool] = False
 
     def classify(self, spark: SparkSession, lines: DataFrame, limits: RecordLimits) -> DataFrame:
         classifier = CdcBatchClassifier(self.settings.keys, limits, self.settings.sequences)

@@ -5,7 +5,8 @@ Spark's parser and analyzer judge, against a table with no columns: a condition 
 parse, calls a function the session does not know, or could never be a row filter (an
 aggregate, a window, a non-boolean literal) is refused by its error class. A column the table
 has no column for is not refused: the tables are not known before the run, and a rule on a
-column a table does not have yet is reported as not applicable while the run goes on."""
+column a table does not have yet is reported as not applicable while the run goes on. Bronze's
+columns are known: a bronze rule is judged against them, and one naming another is refused."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F
 
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.expectations.rules import ExpectationSet
+from streamops.pipeline.lake_tables import BRONZE_RULE_COLUMNS, BRONZE_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,6 +59,28 @@ def check_expectations(spark: SparkSession, rules: ExpectationSet) -> None:
                         f"expectation `{rule.name}` of {where} is not a condition Spark can run "
                         f"({_first_line(error)}): fix `{' '.join(rule.expect.split())}` in the expectations"
                     ) from None
+        _check_bronze(spark, rules)
+
+
+def _check_bronze(spark: SparkSession, rules: ExpectationSet) -> None:
+    """Each bronze rule resolves against bronze's columns, or the run is refused naming it."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if not rules.bronze:
+        return
+    import pyarrow as pa
+
+    columns = pa.schema([BRONZE_SCHEMA.field(name) for name in BRONZE_RULE_COLUMNS])
+    bronze = spark.createDataFrame([], from_arrow_schema(columns))
+    for rule in rules.bronze:
+        named = [F.expr(rule.expect)] if rule.expect is not None else [F.col(name) for name in rule.unique]
+        try:
+            bronze.select(*named).schema  # noqa: B018 - analysing it is the check
+        except PySparkException as error:
+            raise PipelineConfigError(
+                f"expectation `{rule.name}` of bronze rules cannot run on bronze's columns ({_first_line(error)}): "
+                f"a bronze rule may name {', '.join(BRONZE_RULE_COLUMNS)}"
+            ) from None
 
 
 @contextmanager

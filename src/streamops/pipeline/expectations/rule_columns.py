@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from streamops.pipeline.delta_connector.flat_columns import flat_column, flat_fields
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -206,7 +206,8 @@ def rule_selects(
 
     def check(rule: Expectation) -> Column:
         if rule not in checks:
-            checks[rule] = _check(rule, working_column, event_type)
+            order = [working_column(name) for name in UNIQUE_ORDER]
+            checks[rule] = _check(rule, [working_column(event_type)], order)
         return checks[rule]
 
     for index, scope in enumerate(scopes):
@@ -250,8 +251,9 @@ def _may_name(column: str, texts: list[str]) -> bool:
     return any("*" in text or name in text or quoted in text for text in texts)
 
 
-def _check(rule: Expectation, working_column: Callable[[str], Column], event_type: str) -> Column:
-    """`action\x00name` of `rule` where the row fails it, else null."""
+def _check(rule: Expectation, partition: list[Column], order: list[Column]) -> Column:
+    """`action\x00name` of `rule` where the row fails it, else null. A `unique` rule's rows are
+    those of one `partition` (a table's), first in `order`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -259,14 +261,30 @@ def _check(rule: Expectation, working_column: Callable[[str], Column], event_typ
         fails = ~F.coalesce(F.expr(rule.expect), F.lit(False))
     else:
         keys = [F.col(name) for name in rule.unique]
-        order = Window.partitionBy(working_column(event_type), *keys).orderBy(
-            *[working_column(n) for n in UNIQUE_ORDER]
-        )
+        window = Window.partitionBy(*partition, *keys).orderBy(*order)
         no_null_key = F.lit(True)
         for key in keys:
             no_null_key = no_null_key & key.isNotNull()
-        fails = no_null_key & (F.row_number().over(order) > F.lit(1))
+        fails = no_null_key & (F.row_number().over(window) > F.lit(1))
     return F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))
+
+
+def column_rule_selects(
+    rules: tuple[Expectation, ...], working: tuple[str, ...], exposed: dict[str, Column], order: tuple[str, ...]
+) -> list[tuple[Column, ...]]:
+    """The two selects that evaluate `rules` of one table whose columns are `exposed` (table
+    column -> Column over the `working` columns, e.g. bronze's `payload` as text): the first
+    renames the working columns apart and exposes the table's, the second writes the rules a row
+    fails into FAILED_COLUMN and renames back. `unique` rules order rows by the working `order`."""
+    from pyspark.sql import functions as F
+
+    taken = {folded(name) for name in exposed}
+    hidden = {name: _free_name(f"{WORKING_PREFIX}{index}", taken) for index, name in enumerate(working)}
+    scope = (*[F.col(name).alias(hidden[name]) for name in working], *[c.alias(n) for n, c in exposed.items()])
+    ordered = [F.col(hidden[name]) for name in order]
+    failed = _failures([_check(rule, [], ordered) for rule in rules])
+    back = (*[F.col(hidden[name]).alias(name) for name in working], failed.alias(FAILED_COLUMN))
+    return [scope, back]
 
 
 def _failures(checks: list[Column]) -> Column:
@@ -295,6 +313,42 @@ def fails_action(failed: Column, action: Action) -> Column:
     from pyspark.sql import functions as F
 
     return F.exists(failed, lambda rule: rule.startswith(f"{action}{ITEM_SEPARATOR}"))
+
+
+EXPECTATION_REASON = "expectation"
+"""Quarantine reason of a row a `drop` rule removed; its detail names every rule it failed."""
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """What a row's failed rules (FAILED_COLUMN) make of it, as Columns of the select after the
+    rules: its route, quarantine reason and detail, and its tally items."""
+
+    route: Column
+    reason: Column
+    detail: Column
+    items: Column
+
+
+def rule_outcome(
+    evaluated: Column, table: Column, route: Column, reason: Column, detail: Column, halt_route: str, drop_route: str
+) -> RuleOutcome:
+    """A row its table evaluated (`evaluated`) goes to `halt_route` if it failed a `fail` rule,
+    else to `drop_route` (reason `expectation`, the rules it failed) if it failed a `drop` rule;
+    every evaluated row carries its tally items, under `table`. Other rows keep `route`,
+    `reason` and `detail`."""
+    from pyspark.sql import functions as F
+
+    failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
+    halt = evaluated & fails_action(failed, "fail")
+    drop = evaluated & fails_action(failed, "drop")
+    dropped = ~halt & drop
+    return RuleOutcome(
+        route=F.when(halt, F.lit(halt_route)).when(drop, F.lit(drop_route)).otherwise(route),
+        reason=F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(reason),
+        detail=F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(detail),
+        items=F.when(evaluated, tally_items(table, failed, halt | drop)),
+    )
 
 
 def tally_items(event_type: Column, failed: Column, held: Column) -> Column:

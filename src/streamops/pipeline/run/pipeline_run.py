@@ -11,7 +11,6 @@ from streamops.pipeline.bronze.events_mode import EVENTS
 from streamops.pipeline.bronze.ingest_mode import IngestMode
 from streamops.pipeline.bronze.line_sources import LineInput
 from streamops.pipeline.delta_connector.connector import ConnectorName, connector_for, session_needs
-from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.expectations.rule_checks import check_expectations
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
 from streamops.pipeline.lake_tables import require_writable_lake
@@ -67,7 +66,6 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
 
     lake = LakeLayout.at(options.lake)
     require_writable_lake(lake.root)  # before Spark's 10 s start
-    require_checkable(options)
     owns_spark = SparkContext._active_spark_context is None
     running: list[Supervisor] = []
     lock = RunLock(lake, STAGE_LOCKS[options.stages], lambda line: _lost_lock(line, running))
@@ -76,22 +74,6 @@ def run_pipeline(options: RunOptions, on_start: Callable[[Supervisor], None] | N
         return _run_spark(options, owns_spark, lambda supervisor: _started(supervisor, running, on_start))
     finally:
         lock.release()
-
-
-def require_checkable(options: RunOptions) -> None:
-    """Rules the run would not evaluate refuse it: a rule silently left unchecked reads as a
-    rule that passes."""
-    rules = options.expectations
-    if rules.bronze:
-        raise PipelineConfigError(
-            "expectations on bronze (`bronze:`) are not checked yet: move them to `default:` or to "
-            "a silver table under `tables:`"
-        )
-    if rules and not options.mode.checks_expectations:
-        raise PipelineConfigError(
-            "expectations are checked on silver event tables and a run of database changes (--cdc) "
-            "does not check them yet: run it without --expectations"
-        )
 
 
 def _started(supervisor: Supervisor, running: list[Supervisor], on_start: Callable[[Supervisor], None] | None) -> None:

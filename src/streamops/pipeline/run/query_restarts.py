@@ -1,6 +1,6 @@
 """Keeps streaming queries running: a query that stops with an error is started again after an
 exponential backoff (1, 2, 4 ... 60 s) while the others keep running, and one stopped by a
-policy (on_incompatible=fail_group) is left stopped, since replaying its batch would fail the
+policy (on_incompatible=fail_group, or a rule whose action is `fail`) is left stopped, since replaying its batch would fail the
 same way.
 
 A policy stop is known by type, never by the text of the query's exception: the writer that
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from streamops.monitor.progress_event import exception_summary
-from streamops.pipeline.exceptions import IncompatibleSchemaError
+from streamops.pipeline.exceptions import ExpectationFailedError, IncompatibleSchemaError
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 MAX_BACKOFF_SECONDS = 60.0
 STOP_BATCH_TIMEOUT_SECONDS = 30.0
 STOP_POLL_SECONDS = 0.05
+POLICY = "on_incompatible=fail_group"
 
 
 def stop_between_batches(queries: list[StreamingQuery], timeout: float) -> None:
@@ -99,10 +100,12 @@ class QueryRestarts:
                 error = entry.query.exception()
                 entry.query = None
                 message = (self.explain(entry.name) or first_line(error)) if error else "stopped"
-                if self._policy_stops.pop(entry.name, None) is not None:
+                stop = self._policy_stops.pop(entry.name, None)
+                if stop is not None:
                     entry.held = True
                     self.failures.setdefault(entry.name, []).append(message)
-                    self.log(f"{entry.name} stopped (on_incompatible=fail_group): {message}")
+                    why = "an expectation's action fail" if isinstance(stop, ExpectationFailedError) else POLICY
+                    self.log(f"{entry.name} stopped ({why}): {message}")
                     continue
                 self._back_off(entry, message, now)
             if entry.query is None and now >= entry.next_start:

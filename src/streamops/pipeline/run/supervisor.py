@@ -160,8 +160,17 @@ class Supervisor:
             trigger_seconds=self.settings.trigger_seconds,
             limits=self.settings.limits,
             available_now=available_now,
+            expectations=self.settings.silver.expectations.bronze,
         )
-        writer = BronzeBatchWriter(self.lake, self.connector, self.registry, self.events, settings, self._bronze_done)
+        writer = BronzeBatchWriter(
+            self.lake,
+            self.connector,
+            self.registry,
+            self.events,
+            settings,
+            self._bronze_done,
+            self.restarts.policy_stopped,
+        )
         return start_bronze(self.spark, self.lake, writer)
 
     def _start_management(self, available_now: bool) -> StreamingQuery:

@@ -33,22 +33,27 @@ from streamops.pipeline.delta_connector.write_plan import (
     WritePlan,
 )
 from streamops.pipeline.exceptions import ExpectationFailedError, IncompatibleSchemaError
-from streamops.pipeline.expectations.counts_table import EXPECTATIONS_SCHEMA
+from streamops.pipeline.expectations.counts_table import (
+    ExpectationCount,
+    counts_rows,
+    expectation_counts,
+    fail_rule_stop_line,
+    failing_fail_rules,
+)
 from streamops.pipeline.expectations.rule_columns import (
+    EXPECTATION_REASON,
     FAILED_COLUMN,
     RuleResolver,
     RuleScope,
     TableRules,
     counted,
-    failed_names,
-    fails_action,
     held_rows,
+    rule_outcome,
     rule_scopes,
     rule_selects,
-    tally_items,
 )
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
-from streamops.pipeline.pipeline_events import ExpectationCount, PipelineEvents, SilverBatchResult
+from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
 from streamops.pipeline.records.column_names import LINEAGE_COLUMNS, RESCUED_DATA_COLUMN
 from streamops.pipeline.registry.event_groups import DEFAULT_TYPES_PER_GROUP
 from streamops.pipeline.registry.schema_alerts import AlertAction, SchemaAlert, alert_rows
@@ -60,7 +65,6 @@ from streamops.pipeline.silver.group_rows import group_row_filter
 from streamops.pipeline.silver.payload_parser import parse_layers, rescued_data, typed_payload
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -73,8 +77,6 @@ QUARANTINE_ROUTE = "__quarantine__"
 HALT_ROUTE = "__halt__"
 """Rows of an unfit variation under fail_group, or failing a `fail` rule: not a table, so the
 batch writes nothing."""
-EXPECTATION_REASON = "expectation"
-"""Quarantine reason of a row a `drop` rule removed; its detail names every rule it failed."""
 log = logging.getLogger(__name__)
 ACTION_OF: dict[OnIncompatible, AlertAction] = {
     "rescue": "rescued",
@@ -147,6 +149,9 @@ class GroupWriter(ABC):
         self.events = events
         self.on_policy_stop = on_policy_stop
         self._schemas = GroupSchemas(lake.schema_registry, lake.event_groups, group, settings.types_per_group)
+        self._rules: dict[tuple[str, int], TableRules] = {}
+        """The rules of each table as of a schema version (which of them its columns resolve)."""
+        self._resolver: RuleResolver | None = None
 
     def schemas(self) -> dict[str, SilverSchema]:
         """Applied schema of every event type this group serves, as of now."""
@@ -163,48 +168,6 @@ class GroupWriter(ABC):
     @abstractmethod
     def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
         """Write the batch's rows and report what was written to `self.events`."""
-
-    def policy_stop(self, alerts: list[SchemaAlert], fix: str) -> IncompatibleSchemaError:
-        """The fail_group stop for `alerts` (already written), told to `on_policy_stop`; the caller raises it."""
-        stop = IncompatibleSchemaError(
-            f"group `{self.group}` stopped on an incompatible schema change "
-            f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
-            f"then restart it with on_incompatible=rescue or {fix}",
-            self.stream,
-        )
-        if self.on_policy_stop is not None:
-            self.on_policy_stop(stop)
-        return stop
-
-
-class SilverGroupWriter(GroupWriter):
-    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
-
-    _routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
-    """The routing expressions of the schemas last seen (rebuilt when the schemas change)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._rules: dict[tuple[str, int], TableRules] = {}
-        """The rules of each table as of a schema version (which of them its columns resolve)."""
-        self._resolver: RuleResolver | None = None
-
-    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
-        self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
-
-    def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
-        if self._routes is None or self._routes[0] is not schemas:
-            rules = self.table_rules(bronze.sparkSession, schemas)
-            self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible, rules))
-        routes = self._routes[1]
-        if routes.shuffles:
-            # A `unique` rule's window shuffles the batch; adaptive execution would run that
-            # shuffle as a Spark job of its own before the write's, and the batch has no other
-            # shuffle for it to tune. The session is the query's own (Structured Streaming clones
-            # one per query), so no other query is affected.
-            bronze.sparkSession.conf.set("spark.sql.adaptive.enabled", "false")
-        rows = routes.of(bronze)
-        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit, routes)), schemas, commit)
 
     def table_rules(self, spark: SparkSession, schemas: dict[str, SilverSchema]) -> dict[str, TableRules]:
         """The rules of each table that has any, as of its schema version; a rule its columns do
@@ -230,6 +193,56 @@ class SilverGroupWriter(GroupWriter):
                     )
             found[table] = self._rules[key]
         return found
+
+    def stop_for(
+        self, alerts: list[SchemaAlert], counts: tuple[ExpectationCount, ...], batch_id: int, fix: str
+    ) -> IncompatibleSchemaError:
+        """The stop of a batch that held rows back: for the `fail` rules its rows failed, unless
+        an unfit variation stopped it under fail_group (`alerts`, already written); told to
+        `on_policy_stop`; the caller raises it."""
+        failing = failing_fail_rules(counts)
+        if not failing or any(a.action == "group_failed" for a in alerts):
+            return self.policy_stop(alerts, fix)
+        stop = ExpectationFailedError(fail_rule_stop_line(f"group `{self.group}`", failing, batch_id), self.stream)
+        if self.on_policy_stop is not None:
+            self.on_policy_stop(stop)
+        return stop
+
+    def policy_stop(self, alerts: list[SchemaAlert], fix: str) -> IncompatibleSchemaError:
+        """The fail_group stop for `alerts` (already written), told to `on_policy_stop`; the caller raises it."""
+        stop = IncompatibleSchemaError(
+            f"group `{self.group}` stopped on an incompatible schema change "
+            f"({'; '.join(sorted({a.describe() for a in alerts}))}); see _system/schema_alerts, "
+            f"then restart it with on_incompatible=rescue or {fix}",
+            self.stream,
+        )
+        if self.on_policy_stop is not None:
+            self.on_policy_stop(stop)
+        return stop
+
+
+class SilverGroupWriter(GroupWriter):
+    """The foreachBatch function of one group's stream: one Spark job, metadata back."""
+
+    _routes: tuple[dict[str, SilverSchema], SilverRoutes] | None = None
+    """The routing expressions of the schemas last seen (rebuilt when the schemas change)."""
+
+    def process(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> None:
+        self.events.silver_committed(self.write(bronze, schemas, commit), schemas)
+
+    def write(self, bronze: DataFrame, schemas: dict[str, SilverSchema], commit: BatchCommitInfo) -> SilverBatchResult:
+        if self._routes is None or self._routes[0] is not schemas:
+            rules = self.table_rules(bronze.sparkSession, schemas)
+            self._routes = (schemas, silver_routes(schemas, self.settings.on_incompatible, rules))
+        routes = self._routes[1]
+        if routes.shuffles:
+            # A `unique` rule's window shuffles the batch; adaptive execution would run that
+            # shuffle as a Spark job of its own before the write's, and the batch has no other
+            # shuffle for it to tune. The session is the query's own (Structured Streaming clones
+            # one per query), so no other query is affected.
+            bronze.sparkSession.conf.set("spark.sql.adaptive.enabled", "false")
+        rows = routes.of(bronze)
+        return self.finish(self.connector.write_routes(rows, self.plan(schemas, commit, routes)), schemas, commit)
 
     def plan(self, schemas: dict[str, SilverSchema], commit: BatchCommitInfo, routes: SilverRoutes) -> WritePlan:
         extra = {RESCUED_DATA_COLUMN: RESCUED_DATA_COLUMN, **{name: name for name in LINEAGE_COLUMNS}}
@@ -265,12 +278,10 @@ class SilverGroupWriter(GroupWriter):
                 self.lake.schema_alerts, alert_rows(alerts, self.stream, commit.batch_id), commit
             )
         rules = self._routes[1].rules if self._routes is not None else {}
-        counts = expectation_counts(report, rules)
+        versions = {table: written.version for table, written in report.tables.items()}
+        counts = expectation_counts(counted(report.tallies, report.item_tallies, set(rules)), rules, versions)
         if report.halted:
-            failing = [c for c in counts if c.action == "fail" and c.failed]
-            if failing and not any(a.action == "group_failed" for a in alerts):
-                raise self.expectation_stop(failing, commit.batch_id)
-            raise self.policy_stop(alerts, "fix the producer")
+            raise self.stop_for(alerts, counts, commit.batch_id, "fix the producer")
         if counts:
             self.connector.write_batch(
                 self.lake.expectations, counts_rows(counts, self.stream, commit.batch_id), commit
@@ -285,21 +296,6 @@ class SilverGroupWriter(GroupWriter):
             alerts=tuple(alerts),
             expectations=counts,
         )
-
-    def expectation_stop(self, failing: list[ExpectationCount], batch_id: int) -> ExpectationFailedError:
-        """The stop for `fail` rules that rows of the batch failed (nothing of it was committed),
-        told to `on_policy_stop`; the caller raises it."""
-        stop = ExpectationFailedError(
-            f"group `{self.group}` stopped in batch {batch_id}: "
-            + "; ".join(
-                f"expectation `{c.expectation}` failed on {c.failed} rows of table `{c.table}`" for c in failing
-            )
-            + "; nothing of the batch was written: fix the data or the rule, then restart the run",
-            self.stream,
-        )
-        if self.on_policy_stop is not None:
-            self.on_policy_stop(stop)
-        return stop
 
     def _alerts(self, report: BatchReport, schemas: dict[str, SilverSchema]) -> list[SchemaAlert]:
         alerts = []
@@ -331,50 +327,6 @@ def quarantine_reasons(report: BatchReport) -> dict[str, int]:
     dropped = held_rows(report.item_tallies.get(QUARANTINE_ROUTE, {}))
     reasons = {EXPECTATION_REASON: dropped, "incompatible_type": report.rows(QUARANTINE_ROUTE) - dropped}
     return {reason: rows for reason, rows in reasons.items() if rows}
-
-
-def expectation_counts(report: BatchReport, rules: dict[str, TableRules]) -> tuple[ExpectationCount, ...]:
-    """Per table the batch had rows of, and per rule: rows passed and failed (0 and 0 for a rule
-    its columns do not resolve), with the table version the batch wrote."""
-    found = []
-    for table, tally in sorted(counted(report.tallies, report.item_tallies, set(rules)).items()):
-        if not tally.evaluated:
-            continue
-        written = report.tables.get(table)
-        version = written.version if written is not None else None
-        for rule in rules[table].applicable:
-            failed = tally.failed.get(rule.name, 0)
-            found.append(ExpectationCount(table, rule.name, rule.action, tally.evaluated - failed, failed, version))
-        for rule in rules[table].not_applicable:
-            found.append(ExpectationCount(table, rule.name, rule.action, 0, 0, version, applicable=False))
-    return tuple(found)
-
-
-def counts_rows(counts: tuple[ExpectationCount, ...], stream: str, batch_id: int) -> pa.Table:
-    """`_system/expectations` rows of one batch."""
-    import datetime
-
-    import pyarrow as pa
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return pa.Table.from_pylist(
-        [
-            {
-                "stream": stream,
-                "batch_id": batch_id,
-                "table": c.table,
-                "version": c.version,
-                "expectation": c.expectation,
-                "action": c.action,
-                "passed": c.passed,
-                "failed": c.failed,
-                "applicable": c.applicable,
-                "committed_at": now,
-            }
-            for c in counts
-        ],
-        schema=EXPECTATIONS_SCHEMA,
-    )
 
 
 @dataclass(frozen=True)
@@ -446,7 +398,7 @@ def silver_routes(
             unfit.alias("_q_detail"),
         )
         return SilverRoutes(condition, (columns,))
-    parsed, scopes = _rule_scopes(schemas, rules, event_type, payload)
+    parsed, scopes = rule_layers(schemas, rules, event_type, payload)
     first = (
         route.alias(ROUTE_COLUMN),
         tally.alias(TALLY_COLUMN),
@@ -480,7 +432,7 @@ def silver_routes(
     )
 
 
-def _rule_scopes(
+def rule_layers(
     schemas: dict[str, SilverSchema], rules: dict[str, TableRules], event_type: Column, payload: Column
 ) -> tuple[dict[str, tuple[tuple[str, ...], Column]], list[RuleScope]]:
     """The parse layers (payload_parser.parse_layers) holding tables with rules to evaluate, each
@@ -504,28 +456,26 @@ def _rule_scopes(
 
 
 def _routed_by_rules(rules: dict[str, TableRules]) -> tuple[Column, ...]:
-    """The last select: a row its table evaluated goes to the halt route if it failed a `fail`
-    rule, else to the quarantine (reason `expectation`, the rules it failed) if it failed a `drop`
-    rule; every evaluated row carries its tally items."""
+    """The last select: each row with the route, quarantine reason and tally items its table's
+    rules give it (rule_columns.rule_outcome)."""
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
-    failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
     evaluated = (route == event_type) & is_in("event_type", rules)
-    halt = evaluated & fails_action(failed, "fail")
-    drop = evaluated & fails_action(failed, "drop")
-    dropped = ~halt & drop
+    outcome = rule_outcome(
+        evaluated, event_type, route, F.col("_q_reason"), F.col("_q_detail"), HALT_ROUTE, QUARANTINE_ROUTE
+    )
     return (
-        F.when(halt, F.lit(HALT_ROUTE)).when(drop, F.lit(QUARANTINE_ROUTE)).otherwise(route).alias(ROUTE_COLUMN),
+        outcome.route.alias(ROUTE_COLUMN),
         F.col(TALLY_COLUMN),
         event_type,
         F.col("payload"),
         F.col(TYPED_COLUMN),
         F.col(RESCUED_DATA_COLUMN),
         *[F.col(name) for name in LINEAGE_COLUMNS],
-        F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(F.col("_q_reason")).alias("_q_reason"),
-        F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(F.col("_q_detail")).alias("_q_detail"),
-        F.when(evaluated, tally_items(event_type, failed, halt | drop)).alias(TALLY_ITEMS_COLUMN),
+        outcome.reason.alias("_q_reason"),
+        outcome.detail.alias("_q_detail"),
+        outcome.items.alias(TALLY_ITEMS_COLUMN),
     )
 
 
