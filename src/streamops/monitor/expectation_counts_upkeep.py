@@ -14,10 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import DeltaTable
-
+from streamops.core.delta_format.file_stats import may_hold_older
 from streamops.core.delta_format.read import is_table, open_table
 from streamops.core.storage.location import Location, LocationLike
 from streamops.monitor.progress_log import MaintenanceResult
@@ -41,22 +38,9 @@ class ExpectationCounts:
             return MaintenanceResult(cutoff.date(), 0, 0)
         table = open_table(self.path)
         deleted = 0
-        oldest = _oldest(table)
-        if oldest is None or oldest < cutoff:
+        if may_hold_older(table, COMMITTED_AT, cutoff):
             metrics = table.delete(f"{COMMITTED_AT} < '{cutoff.isoformat()}'")
             deleted = int(metrics.get("num_deleted_rows") or 0)
             table = open_table(self.path)
         compacted = table.optimize.compact()
         return MaintenanceResult(cutoff.date(), deleted, int(compacted.get("numFilesRemoved") or 0))
-
-
-def _oldest(table: DeltaTable) -> datetime | None:
-    """The oldest `committed_at` by the files' statistics (None when a file has none to say;
-    the newest possible moment for a table without files)."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    column = f"min.{COMMITTED_AT}"
-    if actions.num_rows == 0:
-        return datetime.max.replace(tzinfo=timezone.utc)
-    if column not in actions.column_names or actions.column(column).null_count:
-        return None
-    return pc.min(actions.column(column)).as_py()

@@ -22,6 +22,7 @@ from deltalake.table import TableMerger
 from deltalake.transaction import CommitProperties
 
 from streamops.core.delta_format.commit_metadata import PREFIX, BatchCommitInfo
+from streamops.core.delta_format.file_stats import may_hold_older
 from streamops.core.delta_format.read import is_table, open_table, read_delta
 from streamops.core.lake_layout import TABLE_CONFIGURATION
 from streamops.core.storage.location import Location
@@ -206,6 +207,8 @@ def _merge_current(
 
 
 def _merge_deleted_keys(table_path: Location, markers: list[Row], cutoff: Any, commit: BatchCommitInfo) -> None:
+    """Record the batch's markers; drop those of deletes older than `cutoff`, a clause that
+    rewrites every file of the table, so only when the files' statistics say one may be."""
     table = _opened(table_path, tables.DELETED_KEYS_SCHEMA, TABLE_CONFIGURATION, commit)
     if table is None:
         return
@@ -222,7 +225,7 @@ def _merge_deleted_keys(table_path: Location, markers: list[Row], cutoff: Any, c
             .when_matched_delete(predicates["remove"])
             .when_not_matched_insert(values, predicates["insert"])
         )
-        if cutoff is not None:
+        if cutoff is not None and may_hold_older(table, "deleted_at", cutoff):
             merger = merger.when_not_matched_by_source_delete(tables.expired_deleted_keys(cutoff.isoformat(), DIALECT))
         merger.execute()
 

@@ -13,11 +13,12 @@ other commit of the process can take a batch's identity by mistake.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
-from streamops.core.delta_format.read import is_table, open_table
-from streamops.core.lake_layout import TABLE_CONFIGURATION
+from streamops.core.delta_format.file_stats import may_hold_older
+from streamops.core.delta_format.read import is_table, open_table, read_delta
 from streamops.core.storage.location import Location
 from streamops.pipeline.cdc import cdc_tables as tables
 from streamops.pipeline.cdc.change_apply import (
@@ -36,6 +37,7 @@ from streamops.pipeline.cdc.change_apply import (
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
 from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
+from streamops.pipeline.delta_connector.native_checkpoints import NATIVE_TABLE_CONFIGURATION, checkpoint_if_due
 from streamops.pipeline.delta_connector.native_commit import create_native_table
 from streamops.pipeline.lake_tables import table_access
 
@@ -55,16 +57,16 @@ HELD = "_cdc_held"
 def apply_native(
     rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo, retention_seconds: float
 ) -> MergeCounts:
-    """Apply one table's typed changes (flat row columns + tables.CHANGE_COLUMNS + lineage)."""
+    """Apply one table's typed changes (flat row columns + tables.CHANGE_COLUMNS + lineage).
+    Besides the MERGEs' own jobs, two: one over the changes (their truncates and newest source
+    time), one over the decided rows (how many, how many change the deleted keys)."""
     from pyspark.sql import functions as F
 
     spark = rows.sparkSession
     rows = rows.persist()
     try:
         deleted, truncated = _deleted_keys(spark, target.deleted_keys)
-        truncates = [(r[0], r[1]) for r in rows.where(F.col(OP) == "t").select(SEQUENCE, EVENT_TIME).collect()]
-        truncates.sort()
-        newest_time = rows.agg(F.max(EVENT_TIME)).first()[0]
+        newest_time, truncates = _batch_summary(rows)
         floor = max((s for s in (truncated, truncates[-1][0] if truncates else None) if s is not None), default=None)
         marked = rows.where(F.col(OP) != "t").join(deleted, KEY, "left")
         current = _last_per_key(marked)
@@ -73,16 +75,17 @@ def apply_native(
         current = current.where((F.col(OP) == "d") | F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
         current = current.persist()
         versions = 0
+        newer = [t for t in truncates if truncated is None or t[0] > truncated]
         if target.history is not None:
             history = _history(spark, marked, target, truncated, truncates)
-            newer = [t for t in truncates if truncated is None or t[0] > truncated]
             versions = _merge_history(spark, history, target, newer[0] if newer else None, commit)
-        markers = _markers(current, truncates, truncated)
-        if markers is not None:
-            cutoff = None if newest_time is None else newest_time.timestamp() - retention_seconds
-            _merge_deleted_keys(spark, markers, target.deleted_keys, cutoff, commit)
+        marking = _marking()
+        decided, marks = current.agg(F.count(F.lit(1)), F.count(F.when(marking, 1))).first()
+        if marks or newer:
+            cutoff = None if newest_time is None else _utc(newest_time.timestamp() - retention_seconds)
+            _merge_deleted_keys(spark, _markers(current, marking, newer), target.deleted_keys, cutoff, commit)
         truncate = truncates[-1][0] if truncates else None
-        if truncate is None and current.isEmpty():
+        if truncate is None and not decided:
             return MergeCounts(history_versions=versions)
         counts = _merge_current(spark, current.drop(MARKER, KEY, ORDER), target, truncate, commit)
         current.unpersist()
@@ -91,16 +94,31 @@ def apply_native(
         rows.unpersist()
 
 
+def _utc(seconds: float) -> datetime:
+    """A moment as an aware UTC datetime (Spark hands timestamps back naive, in local time)."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _batch_summary(rows: DataFrame) -> tuple[datetime | None, list[tuple[str, Any]]]:
+    """The batch's newest source time and its truncates (sequence, source time) in order."""
+    from pyspark.sql import functions as F
+
+    truncate = F.when(F.col(OP) == "t", F.struct(F.col(SEQUENCE).alias("s"), F.col(EVENT_TIME).alias("t")))
+    newest, truncates = rows.agg(F.max(EVENT_TIME), F.sort_array(F.collect_list(truncate))).first()
+    return newest, [(t["s"], t["t"]) for t in truncates]
+
+
 def _deleted_keys(spark: SparkSession, table: Location) -> tuple[DataFrame, str | None]:
-    """(key, marker sequence) of the table's deleted keys, and its last truncate's sequence."""
+    """(key, marker sequence) of the table's deleted keys, and its last truncate's sequence
+    (read by delta-rs: one row, no Spark job)."""
     from pyspark.sql import functions as F
 
     if not is_table(table):
         return spark.createDataFrame([], f"{KEY} string, {MARKER} string"), None
+    whole = read_delta(table, columns=["sequence"], filters=[("key", "=", TRUNCATE_KEY)]).column(0).to_pylist()
     markers = spark.read.format("delta").load(str(table))
-    truncated = markers.where(F.col("key") == TRUNCATE_KEY).select("sequence").first()
     keys = markers.where(F.col("key") != TRUNCATE_KEY).select(F.col("key").alias(KEY), F.col("sequence").alias(MARKER))
-    return keys, truncated[0] if truncated else None
+    return keys, whole[0] if whole else None
 
 
 def _last_per_key(changes: DataFrame) -> DataFrame:
@@ -111,20 +129,26 @@ def _last_per_key(changes: DataFrame) -> DataFrame:
     return changes.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1).drop("_rank")
 
 
-def _markers(current: DataFrame, truncates: list[tuple[str, Any]], truncated: str | None) -> DataFrame | None:
-    """The deleted keys' MERGE source: newer deletes, upserts of marked keys, a newer truncate."""
+def _marking() -> Column:
+    """Whether a decided row changes the deleted keys: a newer delete, or an upsert of a marked key."""
     from pyspark.sql import functions as F
 
-    marks = current.where(
-        ((F.col(OP) == "d") & (F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE))))
-        | ((F.col(OP) != "d") & F.col(MARKER).isNotNull())
-    ).select(*[F.col(change).alias(column) for column, change in tables.DELETED_KEYS_COLUMNS.items()])
-    newer = [t for t in truncates if truncated is None or t[0] > truncated]
+    newer_delete = (F.col(OP) == "d") & (F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
+    return newer_delete | ((F.col(OP) != "d") & F.col(MARKER).isNotNull())
+
+
+def _markers(current: DataFrame, marking: Column, newer: list[tuple[str, Any]]) -> DataFrame:
+    """The deleted keys' MERGE source: the rows `marking` picks, and the newest of the `newer`
+    truncates (the whole table's marker)."""
+    from pyspark.sql import functions as F
+
+    marks = current.where(marking).select(
+        *[F.col(change).alias(column) for column, change in tables.DELETED_KEYS_COLUMNS.items()]
+    )
     if newer:
-        spark = current.sparkSession
-        whole = spark.createDataFrame([(TRUNCATE_KEY, newer[-1][0], "t", newer[-1][1])], marks.schema)
+        whole = current.sparkSession.createDataFrame([(TRUNCATE_KEY, newer[-1][0], "t", newer[-1][1])], marks.schema)
         marks = marks.unionByName(whole)
-    return marks if not marks.isEmpty() else None
+    return marks
 
 
 def _between(truncates: list[tuple[str, Any]], after: Column, before: Column) -> Column:
@@ -210,10 +234,11 @@ def _create(
     fields = [
         StructField(f.name, f.dataType, True, target.column_metadata(f.name) if target else {}) for f in schema.fields
     ]
+    configuration = (
+        {**tables.CDC_TABLE_CONFIGURATION, **NATIVE_TABLE_CONFIGURATION} if cdf else NATIVE_TABLE_CONFIGURATION
+    )
     with table_access(table, "create"):
-        create_native_table(
-            spark, table, StructType(fields), tables.CDC_TABLE_CONFIGURATION if cdf else TABLE_CONFIGURATION
-        )
+        create_native_table(spark, table, StructType(fields), configuration)
 
 
 def _merger(source: DataFrame, table: Location, condition: str, commit: BatchCommitInfo) -> DeltaMergeBuilder:
@@ -260,12 +285,15 @@ def _merge_current(
         if truncate is not None:
             merger = merger.whenNotMatchedBySourceDelete(tables.truncated_rows(truncate, DIALECT))
         merger.execute()
+        checkpoint_if_due(spark, target.current)
     return _merge_metrics(target.current, before)
 
 
 def _merge_deleted_keys(
-    spark: SparkSession, markers: DataFrame, table: Location, cutoff: float | None, commit: BatchCommitInfo
+    spark: SparkSession, markers: DataFrame, table: Location, cutoff: datetime | None, commit: BatchCommitInfo
 ) -> None:
+    """Record the batch's markers; drop those of deletes older than `cutoff`, a clause that
+    rewrites every file of the table, so only when the files' statistics say one may be."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
@@ -280,12 +308,10 @@ def _merge_deleted_keys(
             .whenMatchedDelete(predicates["remove"])
             .whenNotMatchedInsert(predicates["insert"], values)
         )
-        if cutoff is not None:
-            from datetime import datetime, timezone
-
-            moment = datetime.fromtimestamp(cutoff, tz=timezone.utc).isoformat()
-            merger = merger.whenNotMatchedBySourceDelete(tables.expired_deleted_keys(moment, DIALECT))
+        if cutoff is not None and may_hold_older(open_table(table), "deleted_at", cutoff):
+            merger = merger.whenNotMatchedBySourceDelete(tables.expired_deleted_keys(cutoff.isoformat(), DIALECT))
         merger.execute()
+        checkpoint_if_due(spark, table)
 
 
 def _merge_history(
@@ -315,6 +341,7 @@ def _merge_history(
             end = tables.truncate_close_values(closes_all[0], closes_all[1].isoformat(), DIALECT)
             merger = merger.whenNotMatchedBySourceUpdate(tables.open_versions_before(closes_all[0], DIALECT), end)
         merger.execute()
+        checkpoint_if_due(spark, target.history)
     return _merge_metrics(target.history, before)["inserted"]
 
 
