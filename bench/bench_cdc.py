@@ -17,7 +17,9 @@ time minus the newest source time it applied (as `_system/cdc_applies` records i
   (delete when `op = 'd'`, update all, insert when not matched and not a delete). One hop, no
   bronze, no registry, no ordering against what the table holds, no idempotence.
 
-Each variant runs with the same seed (the same changes), one after the other, and stops once it
+Each variant runs with the same seed (the same changes), one after the other (`--first` says
+which goes first: alternate it between runs; each variant's 1-minute load is read before it
+starts), and stops once it
 has applied every change landed or `--drain` seconds after the producer stopped. Reported per
 variant: changes landed and applied, the applied rate over the run, lag p50/p95/max over every
 (batch, table) and over those landed after the first `--warmup` seconds (the queries' start
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import tempfile
 import threading
@@ -229,14 +232,26 @@ def main() -> None:
     parser.add_argument("--delta", choices=("embedded", "native"), default="embedded", help="streamops' connector")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds left out of the steady lag")
     parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument(
+        "--first",
+        choices=("streamops", "foreachbatch_merge"),
+        default="streamops",
+        help="the variant that runs first (alternate it between runs)",
+    )
     args = parser.parse_args()
     info = machine()
     conf, packages = session_needs("native")  # delta-spark for the hand-written MERGE, either connector for streamops
     spark = build_spark(conf=conf, packages=packages)
+    variants = {
+        "streamops": lambda root: run_streamops(root, args),
+        "foreachbatch_merge": lambda root: run_foreachbatch(spark, root, args),
+    }
+    order = list(variants) if args.first == "streamops" else list(reversed(variants))
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-cdc-") as scratch:
-        results["streamops"] = run_streamops(Path(scratch) / "streamops", args)
-        results["foreachbatch_merge"] = run_foreachbatch(spark, Path(scratch) / "foreachbatch", args)
+        for name in order:
+            load = round(os.getloadavg()[0], 2)
+            results[name] = {"load_average_1m_at_start": load, **variants[name](Path(scratch) / name)}
     spark.stop()
     print(
         json.dumps(
@@ -249,6 +264,7 @@ def main() -> None:
                 "keys_per_table": args.keys,
                 "trigger_seconds": args.trigger,
                 "delta": args.delta,
+                "order": order,
                 "variants": results,
             },
             indent=2,

@@ -9,7 +9,7 @@ from expectation_counts import batch_time, counts, dropped_row, utc_text, write_
 from test_console_reads_well import _page_problems
 from test_console_views import frame, lake_files, open_page, texts
 
-from streamops.core.lake_layout import LakeLayout
+from streamops.core.lake_layout import BRONZE_EVENTS_TABLE, BRONZE_STREAM, LakeLayout
 
 CLEAN, BAD = (100, 0), (97, 3)
 
@@ -95,3 +95,23 @@ def test_the_page_writes_nothing_and_says_what_is_missing_on_a_lake_without_rule
     assert lake_files(rules_lake) == before
     empty = open_page(console, LakeLayout.at(tmp_path), "expectations_view.py")
     assert "No expectation counts yet" in empty.info[0].value
+
+
+def test_bronze_rules_show_the_lines_bronze_dropped_and_a_silver_table_only_its_own(console, tmp_path):
+    """Bronze's drop rules quarantine lines from stream `bronze` with their own event type: they
+    are bronze's examples, not those of the silver table of that type."""
+    lake = LakeLayout.at(tmp_path / "lake")
+    write_counts(
+        lake,
+        counts(BRONZE_EVENTS_TABLE, BRONZE_STREAM, "not_a_test", "drop", [BAD])
+        + counts("purchase", "silver_shop", "price_nonneg", "drop", [BAD]),
+    )
+    write_quarantine(
+        lake,
+        [dropped_row("purchase", BRONZE_STREAM, 0, "not_a_test", f'{{"test": true, "n": {n}}}') for n in range(3)]
+        + [dropped_row("purchase", "silver_shop", 0, "price_nonneg", f'{{"price": -{n}}}') for n in range(2)],
+    )
+    for table, rule, rows in ((BRONZE_EVENTS_TABLE, "not_a_test", 3), ("purchase", "price_nonneg", 2)):
+        at = open_page(console, lake, "expectations_view.py", table=table)
+        examples = frame(at, "detail", "raw_text", "ingest_time")
+        assert (set(examples["detail"]), len(examples)) == ({rule}, rows), table
