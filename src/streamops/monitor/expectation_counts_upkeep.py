@@ -12,28 +12,19 @@ dropping old rows changes no metric; `streamops status` and the console read the
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 from streamops.core.delta_format.file_stats import may_hold_older
 from streamops.core.delta_format.read import is_table, open_table
-from streamops.core.storage.location import Location, LocationLike
-from streamops.monitor.progress_log import MaintenanceResult
+from streamops.monitor.progress_log import MaintenanceResult, RetainedTable
 
 COMMITTED_AT = "committed_at"
 
 
-class ExpectationCounts:
+class ExpectationCounts(RetainedTable):
     """`_system/expectations` at `path`, kept for `retention_days`."""
-
-    def __init__(self, path: LocationLike, retention_days: int = 30) -> None:
-        if retention_days < 1:
-            raise ValueError(f"retention_days must be at least 1, got {retention_days}")
-        self.path = Location.of(path)
-        self.retention_days = retention_days
 
     def maintain(self, now: float) -> MaintenanceResult:
         """Drop the rows committed before the retention, then compact the table's small files."""
-        cutoff = datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)
+        cutoff = self.cutoff(now)
         if not is_table(self.path):
             return MaintenanceResult(cutoff.date(), 0, 0)
         table = open_table(self.path)

@@ -37,14 +37,23 @@ class MaintenanceResult:
     files_compacted: int
 
 
-class ProgressLog:
-    """Appends to and reads the progress-log table at `path`."""
+class RetainedTable:
+    """A table of the monitor's that keeps `retention_days` of rows (the monitor's worker drops
+    older ones)."""
 
     def __init__(self, path: LocationLike, retention_days: int = 30) -> None:
         if retention_days < 1:
             raise ValueError(f"retention_days must be at least 1, got {retention_days}")
         self.path = Location.of(path)
         self.retention_days = retention_days
+
+    def cutoff(self, now: float) -> datetime:
+        """The moment before which rows are dropped at `now` (seconds since the epoch)."""
+        return datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)
+
+
+class ProgressLog(RetainedTable):
+    """Appends to and reads the progress-log table at `path`."""
 
     def exists(self) -> bool:
         return is_table(self.path)
@@ -69,7 +78,7 @@ class ProgressLog:
     def maintain(self, now: float) -> MaintenanceResult:
         """Drop days older than the retention, then compact the small files batched appends
         leave behind (both are commits of their own; appends may run concurrently)."""
-        cutoff = (datetime.fromtimestamp(now, tz=timezone.utc) - timedelta(days=self.retention_days)).date()
+        cutoff = self.cutoff(now).date()
         if not self.exists():
             return MaintenanceResult(cutoff, 0, 0)
         table = open_table(self.path)
