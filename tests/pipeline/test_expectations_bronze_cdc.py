@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
 
 import pytest
 from cdc_landing import current_rows, land
 from small_landing import event, write_events
+from test_expectations_silver import CrashingBeforeCounts
 
 from streamops.core.delta_format.read import is_table, read_delta
 from streamops.core.lake_layout import BRONZE_EVENTS_TABLE, BRONZE_STREAM, LakeLayout
@@ -19,7 +19,6 @@ from streamops.core.storage.location import Location
 from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
 from streamops.pipeline.cdc.debezium_mode import DebeziumChanges
-from streamops.pipeline.delta_connector.connector import DeltaConnector
 from streamops.pipeline.expectations.rules import Expectation, ExpectationSet
 from streamops.pipeline.pipeline_events import BronzeBatchResult, CdcBatchResult, Unmonitored
 from streamops.pipeline.run.supervisor import PipelineSettings, RunReport, Supervisor
@@ -180,26 +179,6 @@ def test_a_cdc_fail_rule_stops_its_group_and_applies_nothing_of_the_batch(spark,
     assert current_rows(lake, "public.prices", ("sku", "price")) == set()
     assert not is_table(lake.expectations) or read_delta(lake.expectations).num_rows == 0
     assert read_delta(lake.bronze_events).num_rows == len(CHANGES), "bronze goes on"
-
-
-class CountsWriteCrash(Exception):
-    """The driver dying between a batch's table commits and its counts' commit."""
-
-
-@dataclass(frozen=True)
-class CrashingBeforeCounts:
-    """The run's connector, except that writing `_system/expectations` fails."""
-
-    connector: DeltaConnector
-    counts_table: str
-
-    def __getattr__(self, name: str):
-        return getattr(self.connector, name)
-
-    def write_batch(self, table, data, commit):
-        if str(table) == self.counts_table:
-            raise CountsWriteCrash()
-        return self.connector.write_batch(table, data, commit)
 
 
 @pytest.mark.parametrize("stage", ["bronze", "cdc"])
