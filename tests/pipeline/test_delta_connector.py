@@ -27,6 +27,7 @@ from streamops.pipeline.delta_connector.batch_writer import write_batch
 from streamops.pipeline.delta_connector.connector import EmbeddedDelta
 from streamops.pipeline.delta_connector.data_files import DataFileBuilder
 from streamops.pipeline.delta_connector.write_plan import FirstRows, TableTarget, WritePlan
+from streamops.pipeline.runtime.spark_threads import active_session
 
 
 def add_version(table: Path, start: int, files: int, rows_per_file: int = 3) -> None:
@@ -252,6 +253,38 @@ def test_the_sink_writes_from_tasks_and_commits_each_table_once_with_txn_and_sta
     assert again.tables["a"].status == "skipped" and DeltaTable(str(tmp_path / "a")).version() == a.version()
     on_disk = {p.name for p in (tmp_path / "a").glob("*.parquet")}
     assert on_disk == {add["path"] for add in adds}, "a replay's files are deleted, nothing is left behind"
+
+
+def test_the_sink_is_found_whatever_session_the_writing_thread_has_active(spark, tmp_path):
+    """Spark looks a Python data source up in the thread's active session only, not in the
+    session of the frame being written: a CDC table's thread left with none active after a
+    delta-spark MERGE in a session of its own wrote its next batch's markers with
+    DATA_SOURCE_NOT_FOUND until the write made its frame's session active."""
+    from threading import Thread
+
+    companion = spark._jvm.org.apache.spark.sql.SparkSession
+    other = spark.newSession()
+    rows = routed_frame(spark, [("b", 1, None)])
+    outcome: list[object] = []
+
+    def write() -> None:
+        try:
+            companion.setActiveSession(other._jsparkSession)
+            with active_session(spark):
+                during = companion.getActiveSession().get()
+            after = companion.getActiveSession().get()
+            outcome.append((during.equals(spark._jsparkSession), after.equals(other._jsparkSession)))
+            companion.clearActiveSession()
+            outcome.append(EmbeddedDelta().write_routes(rows, sink_plan(tmp_path, 0)))
+        except Exception as error:  # reported below, from the test's thread
+            outcome.append(error)
+
+    thread = Thread(target=write)
+    thread.start()
+    thread.join()
+    assert outcome[0] == (True, True), "the frame's session is active for the block, the thread's own after it"
+    assert not isinstance(outcome[1], Exception), outcome[1]
+    assert outcome[1].rows("b") == 1
 
 
 def test_tables_the_pipeline_creates_take_a_checkpoint_every_ten_commits(spark, tmp_path):

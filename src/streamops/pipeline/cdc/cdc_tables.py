@@ -4,7 +4,8 @@ Per source table: `silver/<table>` (its current state: the source's columns, fla
 every silver table, plus `_cdc_sequence` and `_cdc_op` of the change that wrote the row, the
 lineage columns and `_rescued_data`); `silver/<table>__history` with `--cdc-history` (one row per
 version: `__valid_from`/`__valid_to` sequences and their source times); and
-`_system/cdc_deleted_keys/<table>` (key, sequence of its delete; key "" holds the last truncate).
+`_system/cdc_deleted_keys/<table>` (key, sequence of its delete; key "" holds the truncates; a
+key's marker is the newest of its rows: the native connector appends markers, never updates them).
 Per batch: rows of `_system/cdc_applies`. The predicates are SQL that delta-spark (Spark SQL) and
 delta-rs (DataFusion) both read; only identifier quoting differs.
 """
@@ -175,9 +176,10 @@ def deleted_keys_predicates(dialect: Dialect) -> dict[str, str]:
     }
 
 
-def expired_deleted_keys(cutoff_iso: str, dialect: Dialect) -> str:
+def expired_deleted_keys(cutoff_iso: str, dialect: Dialect, alias: str = "t.") -> str:
+    """Markers of deletes older than the cutoff (a truncate's marker never expires)."""
     deleted_at = quoted("deleted_at", dialect)
-    return f"t.{quoted('key', dialect)} <> '' AND t.{deleted_at} < CAST({literal(cutoff_iso)} AS TIMESTAMP)"
+    return f"{alias}{quoted('key', dialect)} <> '' AND {alias}{deleted_at} < CAST({literal(cutoff_iso)} AS TIMESTAMP)"
 
 
 def history_match(keys: tuple[str, ...], dialect: Dialect) -> str:

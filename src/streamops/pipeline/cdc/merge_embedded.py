@@ -69,8 +69,11 @@ def read_deleted_keys(table: Location) -> DeletedKeys:
         return DeletedKeys({}, None, [])
     found = read_delta(table).to_pylist()
     rows = [{KEY: r["key"], SEQUENCE: r["sequence"], EVENT_TIME: r["deleted_at"]} for r in found]
-    keys = {r["key"]: r["sequence"] for r in found if r["key"] != TRUNCATE_KEY}
-    truncated = next((r["sequence"] for r in found if r["key"] == TRUNCATE_KEY), None)
+    keys: dict[str, str] = {}
+    for r in found:
+        if r["key"] != TRUNCATE_KEY:
+            keys[r["key"]] = max(keys.get(r["key"], r["sequence"]), r["sequence"])
+    truncated = max((r["sequence"] for r in found if r["key"] == TRUNCATE_KEY), default=None)
     return DeletedKeys(keys, truncated, rows)
 
 

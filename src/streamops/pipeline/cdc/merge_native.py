@@ -3,12 +3,15 @@
 The same decisions as the reference (pipeline/cdc/change_apply.py), computed in Spark so that no
 row passes through the driver: the last change per key by a window, late upserts dropped by a
 join with the deleted keys, the history's versions by a window over each key's fresh changes.
-Then, in the embedded apply's order (history, deleted keys, current state), one delta-spark MERGE
-per table, each txn-idempotent for (stream, batch id). delta-spark takes a MERGE's txn and commit
-metadata from session settings (`spark.databricks.delta.write.txnAppId`, `txnVersion`,
-`commitInfo.userMetadata`): each MERGE runs in a new session of the SparkContext that carries
-them (`_batch_session`), so the MERGEs of different tables and groups run side by side and no
-other commit of the process can take a batch's identity by mistake.
+Then, in the embedded apply's order (history, deleted keys, current state), one write per
+table, each txn-idempotent for (stream, batch id): the current state and the history take a
+delta-spark MERGE each; the deleted keys take a blind append (`_append_deleted_keys`), since a
+MERGE of them cost as much as the current state's (a join, and a rewrite of the files it
+touches). delta-spark takes a MERGE's txn and commit metadata from session settings
+(`spark.databricks.delta.write.txnAppId`, `txnVersion`, `commitInfo.userMetadata`): each MERGE
+runs in a new session of the SparkContext that carries them (`_batch_session`), so the MERGEs
+of different tables and groups run side by side and no other commit of the process can take a
+batch's identity by mistake.
 """
 
 from __future__ import annotations
@@ -37,8 +40,14 @@ from streamops.pipeline.cdc.change_apply import (
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
 from streamops.pipeline.delta_connector.batch_txn import table_holds_batch
-from streamops.pipeline.delta_connector.native_checkpoints import NATIVE_TABLE_CONFIGURATION, checkpoint_if_due
+from streamops.pipeline.delta_connector.connector import NativeDelta
+from streamops.pipeline.delta_connector.native_checkpoints import (
+    CHECKPOINT_EVERY,
+    NATIVE_TABLE_CONFIGURATION,
+    checkpoint_if_due,
+)
 from streamops.pipeline.delta_connector.native_commit import create_native_table
+from streamops.pipeline.delta_connector.write_plan import ROUTE_COLUMN, TableTarget, WritePlan
 from streamops.pipeline.lake_tables import table_access
 
 if TYPE_CHECKING:
@@ -51,6 +60,7 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MARKER = "_cdc_marker"
+MARKERS_ROUTE = "markers"
 HELD = "_cdc_held"
 
 
@@ -83,7 +93,7 @@ def apply_native(
         decided, marks = current.agg(F.count(F.lit(1)), F.count(F.when(marking, 1))).first()
         if marks or newer:
             cutoff = None if newest_time is None else _utc(newest_time.timestamp() - retention_seconds)
-            _merge_deleted_keys(spark, _markers(current, marking, newer), target.deleted_keys, cutoff, commit)
+            _append_deleted_keys(spark, _markers(current, marking, newer), target.deleted_keys, cutoff, commit)
         truncate = truncates[-1][0] if truncates else None
         if truncate is None and not decided:
             return MergeCounts(history_versions=versions)
@@ -110,15 +120,20 @@ def _batch_summary(rows: DataFrame) -> tuple[datetime | None, list[tuple[str, An
 
 def _deleted_keys(spark: SparkSession, table: Location) -> tuple[DataFrame, str | None]:
     """(key, marker sequence) of the table's deleted keys, and its last truncate's sequence
-    (read by delta-rs: one row, no Spark job)."""
+    (read by delta-rs: a row per truncate recorded, no Spark job). The table is a log of
+    markers: a key's marker is the newest of its rows."""
     from pyspark.sql import functions as F
 
     if not is_table(table):
         return spark.createDataFrame([], f"{KEY} string, {MARKER} string"), None
     whole = read_delta(table, columns=["sequence"], filters=[("key", "=", TRUNCATE_KEY)]).column(0).to_pylist()
     markers = spark.read.format("delta").load(str(table))
-    keys = markers.where(F.col("key") != TRUNCATE_KEY).select(F.col("key").alias(KEY), F.col("sequence").alias(MARKER))
-    return keys, whole[0] if whole else None
+    keys = (
+        markers.where(F.col("key") != TRUNCATE_KEY)
+        .groupBy(F.col("key").alias(KEY))
+        .agg(F.max("sequence").alias(MARKER))
+    )
+    return keys, max(whole, default=None)
 
 
 def _last_per_key(changes: DataFrame) -> DataFrame:
@@ -130,15 +145,17 @@ def _last_per_key(changes: DataFrame) -> DataFrame:
 
 
 def _marking() -> Column:
-    """Whether a decided row changes the deleted keys: a newer delete, or an upsert of a marked key."""
+    """Whether a decided row adds a marker: a delete newer than its key's marker. An upsert of a
+    marked key leaves the marker (the reference removes it): every use of a marker compares it
+    with a newer sequence, the upsert's, which the current state then holds, so an older marker
+    decides nothing a removed one would not."""
     from pyspark.sql import functions as F
 
-    newer_delete = (F.col(OP) == "d") & (F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
-    return newer_delete | ((F.col(OP) != "d") & F.col(MARKER).isNotNull())
+    return (F.col(OP) == "d") & (F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
 
 
 def _markers(current: DataFrame, marking: Column, newer: list[tuple[str, Any]]) -> DataFrame:
-    """The deleted keys' MERGE source: the rows `marking` picks, and the newest of the `newer`
+    """The deleted keys' new markers: the rows `marking` picks, and the newest of the `newer`
     truncates (the whole table's marker)."""
     from pyspark.sql import functions as F
 
@@ -289,29 +306,54 @@ def _merge_current(
     return _merge_metrics(target.current, before)
 
 
-def _merge_deleted_keys(
+def _append_deleted_keys(
     spark: SparkSession, markers: DataFrame, table: Location, cutoff: datetime | None, commit: BatchCommitInfo
 ) -> None:
-    """Record the batch's markers; drop those of deletes older than `cutoff`, a clause that
-    rewrites every file of the table, so only when the files' statistics say one may be."""
+    """Record the batch's markers as the native connector appends silver rows (files written by
+    the executors, one delta-spark transaction carrying the batch's txn), then, on a checkpoint's
+    version (the commit checkpointed it, before the upkeep's commits move past it), the log's
+    upkeep (`_deleted_keys_upkeep`).
+
+    A replayed batch finds the same markers: the order is history, deleted keys, current state,
+    and what the log adds for a batch are deletes that are each their key's last change in the
+    batch, which the current state's MERGE applies whatever the markers say; the history's MERGE,
+    the one source that reads markers to decide which changes are fresh, committed before the
+    append, so a replay skips it by its txn."""
+    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     _create(spark, table, from_arrow_schema(tables.DELETED_KEYS_SCHEMA), None, cdf=False)
-    if table_holds_batch(table, commit):
-        return
-    predicates = tables.deleted_keys_predicates(DIALECT)
-    values = tables.source_values(tables.DELETED_KEYS_SCHEMA.names, DIALECT)
-    with table_access(table, f"merge batch {commit.batch_id} into"):
-        merger = (
-            _merger(markers, table, "t.key = s.key", commit)
-            .whenMatchedUpdate(predicates["record"], values)
-            .whenMatchedDelete(predicates["remove"])
-            .whenNotMatchedInsert(predicates["insert"], values)
-        )
-        if cutoff is not None and may_hold_older(open_table(table), "deleted_at", cutoff):
-            merger = merger.whenNotMatchedBySourceDelete(tables.expired_deleted_keys(cutoff.isoformat(), DIALECT))
-        merger.execute()
-        checkpoint_if_due(spark, table)
+    names = tables.DELETED_KEYS_SCHEMA.names
+    plan = WritePlan(
+        commit=commit,
+        tables={MARKERS_ROUTE: TableTarget(str(table), columns={n: n for n in names}, report_version=True)},
+        commit_stages=((MARKERS_ROUTE,),),
+        report_path="",
+    )
+    with table_access(table, f"append batch {commit.batch_id} to"):
+        report = NativeDelta(spark).write_routes(markers.select(F.lit(MARKERS_ROUTE).alias(ROUTE_COLUMN), *names), plan)
+        written = report.tables.get(MARKERS_ROUTE)
+        if written is not None and written.version is not None and written.version % CHECKPOINT_EVERY == 0:
+            _deleted_keys_upkeep(spark, table, cutoff)
+
+
+UPKEEP_SMALL_FILE_BYTES = 16 * 1024 * 1024
+"""Files of the deleted keys under this size are compacted together; larger ones are left, so an
+upkeep rewrites what the appends added since the last, not the whole log."""
+
+
+def _deleted_keys_upkeep(spark: SparkSession, table: Location, cutoff: datetime | None) -> None:
+    """Drop the markers of deletes older than `cutoff` (only when the files' statistics say one
+    may be), then compact the appends' small files. Neither changes what the log decides, so
+    they carry no batch identity, and a crash between them leaves the next upkeep to finish."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    session = spark.newSession()
+    session.conf.set("spark.databricks.delta.optimize.minFileSize", str(UPKEEP_SMALL_FILE_BYTES))
+    log = SparkDeltaTable.forPath(session, str(table))
+    if cutoff is not None and may_hold_older(open_table(table), "deleted_at", cutoff):
+        log.delete(tables.expired_deleted_keys(cutoff.isoformat(), DIALECT, alias=""))
+    log.optimize().executeCompaction()
 
 
 def _merge_history(

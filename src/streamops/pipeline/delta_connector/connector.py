@@ -44,7 +44,7 @@ from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.lake_tables import table_access
 from streamops.pipeline.runtime.jvm import driver_memory, jvm_has_class
 from streamops.pipeline.runtime.spark_jars import delta_spark_package
-from streamops.pipeline.runtime.spark_threads import side_by_side
+from streamops.pipeline.runtime.spark_threads import active_session, side_by_side
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -262,7 +262,8 @@ def _write_files(df: DataFrame, plan: WritePlan) -> WrittenBatch:
     executor-side sink, lake_sink.py): what they wrote, for the driver to commit."""
     with tempfile.TemporaryDirectory(prefix="streamops-batch-") as scratch:
         planned = replace(plan, report_path=str(Path(scratch) / "written.pickle"))
-        df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
+        with active_session(df.sparkSession):
+            df.write.format(SINK_FORMAT).mode("append").option(PLAN_OPTION, planned.to_json()).save()
         return WrittenBatch.load(planned.report_path)
 
 
