@@ -27,7 +27,17 @@ from streamops.pipeline.cdc import cdc_stream, merge_embedded, merge_native
 
 PHASES: dict[ModuleType, tuple[str, ...]] = {
     cdc_stream: ("_counts",),
-    merge_native: ("_deleted_keys", "_batch_summary", "_merge_history", "_append_deleted_keys", "_merge_current"),
+    merge_native: (
+        "_deleted_keys",
+        "_merge_history",
+        "_append_deleted_keys",
+        "_deleted_keys_upkeep",
+        "_merge_current",
+        "_create",
+        "table_holds_batch",
+        "_merge_metrics",
+        "checkpoint_if_due",
+    ),
     merge_embedded: ("read_deleted_keys", "decide", "_merge_history", "_merge_deleted_keys", "_merge_current"),
 }
 """Module functions timed, as the apply calls them (by module attribute)."""

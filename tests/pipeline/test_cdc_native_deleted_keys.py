@@ -14,7 +14,7 @@ from streamops.core.delta_format.read import open_table, read_delta
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.cdc import merge_native
 from streamops.pipeline.cdc.cdc_tables import CdcTarget
-from streamops.pipeline.cdc.change_apply import EVENT_TIME, KEY, OP, ORDER, SEQUENCE
+from streamops.pipeline.cdc.change_apply import EVENT_TIME, KEY, OP, ORDER, SEQUENCE, BatchSummary
 from streamops.pipeline.delta_connector.native_checkpoints import CHECKPOINT_EVERY
 
 STREAM = "silver_cdc"
@@ -27,6 +27,7 @@ SCHEMA = (
     f"{EVENT_TIME} timestamp, _ingest_time timestamp, _source_file string, _bronze_batch_id long, "
     "_schema_hash string, _rescued_data string"
 )
+NAMES = [column.split()[0] for column in SCHEMA.split(", ")]
 
 
 def change(op: str, key: int, seq: int, at: datetime, order: int = 0) -> tuple:
@@ -50,7 +51,9 @@ def batches() -> list[list[tuple]]:
 
 
 def apply(spark, target: CdcTarget, changes: list[tuple], batch_id: int) -> None:
-    merge_native.apply_native(batch(spark, changes), target, BatchCommitInfo(STREAM, batch_id), RETENTION_SECONDS)
+    summary = BatchSummary.of(dict(zip(NAMES, c)) for c in changes)
+    commit = BatchCommitInfo(STREAM, batch_id)
+    merge_native.apply_native(batch(spark, changes), target, commit, RETENTION_SECONDS, summary)
 
 
 def current(target: CdcTarget) -> dict[int, str]:

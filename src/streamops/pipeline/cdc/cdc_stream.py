@@ -32,7 +32,7 @@ from streamops.core.delta_format.read import is_table, open_table
 from streamops.core.lake_layout import LakeLayout
 from streamops.pipeline.cdc import cdc_tables as tables
 from streamops.pipeline.cdc.cdc_settings import CdcSettings
-from streamops.pipeline.cdc.change_apply import ORDER, SEQUENCE
+from streamops.pipeline.cdc.change_apply import EVENT_TIME, ORDER, SEQUENCE, BatchSummary
 from streamops.pipeline.cdc.change_reader import (
     CHANGE_SCHEMA,
     DETAIL,
@@ -102,6 +102,9 @@ class RoutedCount:
     """Whether its table's rules were evaluated on these changes (upserts bound for the table)."""
     items: tuple[str, ...] = ()
     """Their tally items: the rules they failed (rule_columns.tally_items)."""
+    deletes: int = 0
+    truncates: tuple[tuple[str, datetime], ...] = ()
+    """Their truncates (sequence, source time), in order."""
 
 
 class CdcGroupWriter(GroupWriter):
@@ -134,12 +137,15 @@ class CdcGroupWriter(GroupWriter):
             .withColumn(ORDER, F.monotonically_increasing_id())
             .persist()
         )
+        kept = [changes]
         try:
             keys = self.table_keys(changes, schemas)
             rules = self.table_rules(bronze.sparkSession, schemas)
             routed = changes
             for columns in _routes(schemas, keys, self.settings, rules):
                 routed = routed.select(*columns)
+            kept.append(routed.persist())
+            routed = kept[-1]
             counts = _counts(routed, bool(rules))
             alerts = _alerts(counts, schemas, self.settings)
             evaluated = _evaluated(counts, rules)
@@ -167,7 +173,8 @@ class CdcGroupWriter(GroupWriter):
                 self.group, commit.batch_id, tuple(a for a, _ in applied), quarantined, tuple(alerts), checked
             )
         finally:
-            changes.unpersist()
+            for frame in kept:
+                frame.unpersist()
 
     def table_keys(self, changes: DataFrame, schemas: dict[str, SilverSchema]) -> dict[str, tuple[str, ...]]:
         """Each table's key columns: recorded in its silver table, else declared, else its first
@@ -251,11 +258,13 @@ class CdcGroupWriter(GroupWriter):
             columns = [column_name(k) for k in keys[table]]
             target = tables.CdcTarget.of(self.lake, table, tuple(columns), self.cdc.history, self._sequence_by(table))
             rows = routed.where(routed[ROUTE_COLUMN] == table).select(*_typed_columns(schemas[table]))
-            done = self._merge(rows, target, commit)
             seen = by_table[table]
             oldest = min((c.oldest for c in seen if c.oldest), default=None)
             newest = max((c.newest for c in seen if c.newest), default=None)
             changes = sum(c.rows for c in seen)
+            truncates = tuple(sorted(t for c in seen for t in c.truncates))
+            summary = BatchSummary(changes - len(truncates), sum(c.deletes for c in seen), truncates, newest)
+            done = self._merge(rows, target, summary, commit)
             return CdcTableApply(
                 table=table,
                 changes=changes,
@@ -272,8 +281,11 @@ class CdcGroupWriter(GroupWriter):
 
         return side_by_side(routed.sparkSession, apply, sorted(by_table))
 
-    def _merge(self, rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo) -> MergeCounts:
-        return self.connector.merge(rows, TableMerges(target, commit, self.cdc.deleted_keys_retention_seconds))
+    def _merge(
+        self, rows: DataFrame, target: tables.CdcTarget, summary: BatchSummary, commit: BatchCommitInfo
+    ) -> MergeCounts:
+        merges = TableMerges(target, commit, self.cdc.deleted_keys_retention_seconds, summary)
+        return self.connector.merge(rows, merges)
 
 
 def _ordering(sequence_by: str) -> str:
@@ -387,15 +399,21 @@ def _typed_columns(schema: SilverSchema) -> list[Column]:
 
 def _counts(routed: DataFrame, with_rules: bool) -> list[RoutedCount]:
     """The batch's changes counted by route, table, variation, reason and (`with_rules`) the
-    rules they failed: one job, which also counts the rules."""
+    rules they failed: one job, which also counts the rules and finds what each table's apply
+    needs to know before deciding (its deletes, truncates and newest source time)."""
     from pyspark.sql import functions as F
 
     by = [ROUTE_COLUMN, "event_type", "_schema_hash", "_q_reason"]
     by += [EVALUATED_COLUMN, TALLY_ITEMS_COLUMN] if with_rules else []
+    truncate = F.when(F.col(tables.OP) == "t", F.struct(F.col(SEQUENCE).alias("s"), F.col(EVENT_TIME).alias("t")))
     rows = (
         routed.groupBy(*by)
         .agg(
-            F.count(F.lit(1)).alias("rows"), F.min("_event_time").alias("oldest"), F.max("_event_time").alias("newest")
+            F.count(F.lit(1)).alias("rows"),
+            F.min(EVENT_TIME).alias("oldest"),
+            F.max(EVENT_TIME).alias("newest"),
+            F.count(F.when(F.col(tables.OP) == "d", 1)).alias("deletes"),
+            F.collect_list(truncate).alias("truncates"),
         )
         .collect()
     )
@@ -410,6 +428,8 @@ def _counts(routed: DataFrame, with_rules: bool) -> list[RoutedCount]:
             r["newest"],
             evaluated=bool(with_rules and r[EVALUATED_COLUMN]),
             items=tuple(r[TALLY_ITEMS_COLUMN] or ()) if with_rules else (),
+            deletes=r["deletes"],
+            truncates=tuple(sorted((t["s"], t["t"]) for t in r["truncates"])),
         )
         for r in rows
     ]

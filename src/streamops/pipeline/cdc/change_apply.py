@@ -54,6 +54,30 @@ Boundary = tuple[str, Any]
 
 
 @dataclass(frozen=True)
+class BatchSummary:
+    """What a table's batch holds, known before it is decided: its row changes (truncates left
+    out), its deletes, its truncates (sequence, source time) in order and its newest source time.
+    The CDC stream counts them in the job that routes the batch, so the native apply spends no
+    job of its own on them."""
+
+    row_changes: int
+    deletes: int
+    truncates: tuple[Boundary, ...]
+    newest_time: Any
+
+    @classmethod
+    def of(cls, changes: Iterable[Row]) -> BatchSummary:
+        rows = list(changes)
+        times = [c[EVENT_TIME] for c in rows if c[EVENT_TIME] is not None]
+        return cls(
+            row_changes=sum(1 for c in rows if c[OP] != "t"),
+            deletes=sum(1 for c in rows if c[OP] == "d"),
+            truncates=tuple(sorted((c[SEQUENCE], c[EVENT_TIME]) for c in rows if c[OP] == "t")),
+            newest_time=max(times, default=None),
+        )
+
+
+@dataclass(frozen=True)
 class TableBatch:
     """A batch of one table, decided. `current`: the MERGE source of the table (the last change
     per key that may apply); `truncate`: the batch's newest truncate, which deletes older rows;

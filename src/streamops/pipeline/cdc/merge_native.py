@@ -36,6 +36,7 @@ from streamops.pipeline.cdc.change_apply import (
     VALID_FROM_TIME,
     VALID_TO,
     VALID_TO_TIME,
+    BatchSummary,
 )
 from streamops.pipeline.cdc.debezium_envelope import TRUNCATE_KEY
 from streamops.pipeline.cdc.merge_embedded import MergeCounts
@@ -65,57 +66,59 @@ HELD = "_cdc_held"
 
 
 def apply_native(
-    rows: DataFrame, target: tables.CdcTarget, commit: BatchCommitInfo, retention_seconds: float
+    rows: DataFrame,
+    target: tables.CdcTarget,
+    commit: BatchCommitInfo,
+    retention_seconds: float,
+    summary: BatchSummary,
 ) -> MergeCounts:
-    """Apply one table's typed changes (flat row columns + tables.CHANGE_COLUMNS + lineage).
-    Besides the MERGEs' own jobs, two: one over the changes (their truncates and newest source
-    time), one over the decided rows (how many, how many change the deleted keys)."""
+    """Apply one table's typed changes (flat row columns + tables.CHANGE_COLUMNS + lineage),
+    `summary` counted by the caller. Besides the MERGEs' own jobs, only the deleted keys' append,
+    when the batch holds a delete or a truncate: the changes are decided inside the jobs that
+    write them, and kept for the MERGE when the append read them first."""
     from pyspark.sql import functions as F
 
     spark = rows.sparkSession
-    rows = rows.persist()
+    kept: list[DataFrame] = []
+
+    def keep(frame: DataFrame) -> DataFrame:
+        kept.append(frame.persist())
+        return kept[-1]
+
     try:
+        if target.history is not None:
+            rows = keep(rows)
         deleted, truncated = _deleted_keys(spark, target.deleted_keys)
-        newest_time, truncates = _batch_summary(rows)
+        truncates = list(summary.truncates)
         floor = max((s for s in (truncated, truncates[-1][0] if truncates else None) if s is not None), default=None)
         marked = rows.where(F.col(OP) != "t").join(deleted, KEY, "left")
         current = _last_per_key(marked)
         if floor is not None:
             current = current.where(F.col(SEQUENCE) > F.lit(floor))
         current = current.where((F.col(OP) == "d") | F.col(MARKER).isNull() | (F.col(MARKER) < F.col(SEQUENCE)))
-        current = current.persist()
         versions = 0
         newer = [t for t in truncates if truncated is None or t[0] > truncated]
         if target.history is not None:
             history = _history(spark, marked, target, truncated, truncates)
             versions = _merge_history(spark, history, target, newer[0] if newer else None, commit)
-        marking = _marking()
-        decided, marks = current.agg(F.count(F.lit(1)), F.count(F.when(marking, 1))).first()
-        if marks or newer:
-            cutoff = None if newest_time is None else _utc(newest_time.timestamp() - retention_seconds)
-            _append_deleted_keys(spark, _markers(current, marking, newer), target.deleted_keys, cutoff, commit)
+        if summary.deletes or newer:
+            current = keep(current)
+            newest = summary.newest_time
+            cutoff = None if newest is None else _utc(newest.timestamp() - retention_seconds)
+            _append_deleted_keys(spark, _markers(current, _marking(), newer), target.deleted_keys, cutoff, commit)
         truncate = truncates[-1][0] if truncates else None
-        if truncate is None and not decided:
+        if truncate is None and not summary.row_changes:
             return MergeCounts(history_versions=versions)
         counts = _merge_current(spark, current.drop(MARKER, KEY, ORDER), target, truncate, commit)
-        current.unpersist()
         return MergeCounts(**counts, history_versions=versions, truncated=truncate is not None)
     finally:
-        rows.unpersist()
+        for frame in kept:
+            frame.unpersist()
 
 
 def _utc(seconds: float) -> datetime:
     """A moment as an aware UTC datetime (Spark hands timestamps back naive, in local time)."""
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
-
-
-def _batch_summary(rows: DataFrame) -> tuple[datetime | None, list[tuple[str, Any]]]:
-    """The batch's newest source time and its truncates (sequence, source time) in order."""
-    from pyspark.sql import functions as F
-
-    truncate = F.when(F.col(OP) == "t", F.struct(F.col(SEQUENCE).alias("s"), F.col(EVENT_TIME).alias("t")))
-    newest, truncates = rows.agg(F.max(EVENT_TIME), F.sort_array(F.collect_list(truncate))).first()
-    return newest, [(t["s"], t["t"]) for t in truncates]
 
 
 def _deleted_keys(spark: SparkSession, table: Location) -> tuple[DataFrame, str | None]:
