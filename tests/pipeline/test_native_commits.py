@@ -185,6 +185,37 @@ def test_every_tenth_version_is_checkpointed_outside_spark_and_delta_spark_reads
         assert sorted(r.id for r in rows.collect()) == list(range(21)), "read from the checkpoint at 20, not commit 5"
 
 
+def checksum(table: Path, version: int) -> dict:
+    return json.loads((table / "_delta_log" / f"{version:020d}.crc").read_text())
+
+
+def test_a_batch_that_creates_its_tables_starts_no_more_jobs_than_one_that_appends_to_them(spark, tmp_path):
+    """delta-spark derives the file list it keeps in a checksum, for a new table, from a query
+    of the empty table before it: a Spark job and a query plan per table created. The commits
+    leave the list out, except for a table that asks for it, which keeps it in every commit."""
+    native = NativeDelta(spark)
+    groups = [f"native-creates-{batch_id}" for batch_id in range(3)]
+    try:
+        for batch_id, group in enumerate(groups):
+            spark.sparkContext.setJobGroup(group, "a batch")
+            native.write_routes(
+                routed_frame(spark, [("a", batch_id, None), ("b", batch_id, "x")]), plan(tmp_path, batch_id)
+            )
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    jobs = [jobs_in(spark, group) for group in groups]
+    assert jobs[0] == jobs[1] == jobs[2], f"creating two tables starts no job of its own: {jobs}"
+    assert all("allFiles" not in checksum(tmp_path / "a", version) for version in range(3))
+    assert checksum(tmp_path / "a", 2)["setTransactions"], "the checksum still keeps the batches' txn"
+
+    listed = TableTarget(str(tmp_path / "listed"), columns={"id": "id"}, files_in_checksum=True)
+    for batch_id in range(2):
+        listed_plan = WritePlan(BatchCommitInfo("s", batch_id), {"a": listed}, (("a",),), "")
+        native.write_routes(routed_frame(spark, [("a", batch_id, None)]), listed_plan)
+    assert [len(checksum(tmp_path / "listed", version)["allFiles"]) for version in range(2)] == [1, 2]
+    assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "listed")).collect()) == [0, 1]
+
+
 def test_a_table_whose_features_delta_rs_does_not_write_is_checkpointed_by_delta_spark(spark, tmp_path):
     native = NativeDelta(spark)
     native.write_routes(routed_frame(spark, [("a", 0, None), ("b", 0, "x")]), plan(tmp_path, 0))

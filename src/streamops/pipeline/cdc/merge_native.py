@@ -329,7 +329,11 @@ def _append_deleted_keys(
     names = tables.DELETED_KEYS_SCHEMA.names
     plan = WritePlan(
         commit=commit,
-        tables={MARKERS_ROUTE: TableTarget(str(table), columns={n: n for n in names}, report_version=True)},
+        tables={
+            MARKERS_ROUTE: TableTarget(
+                str(table), columns={n: n for n in names}, report_version=True, files_in_checksum=True
+            )
+        },
         commit_stages=((MARKERS_ROUTE,),),
         report_path="",
     )

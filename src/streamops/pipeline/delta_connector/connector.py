@@ -226,7 +226,7 @@ class NativeDelta:
 
         def commit(table: str, files: list[DataFile], batch: BatchCommitInfo) -> TableCommit:
             try:
-                return self.commits.commit_files(table, files, batch)
+                return self.commits.commit_files(table, files, batch, plan.tables[routes[table]].files_in_checksum)
             except WriterRequired:
                 route = routes[table]
                 rows = _native_rows(df.where(F.col(ROUTE_COLUMN) == route), plan.tables[route], plan)

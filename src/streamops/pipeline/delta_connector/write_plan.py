@@ -59,6 +59,10 @@ class TableTarget:
     report_version: bool = False
     """Whether the report gives the table version holding the batch (free from delta-rs' commit;
     natively one read of the table's newest commit)."""
+    files_in_checksum: bool = False
+    """Native commits: whether delta-spark keeps the table's file list in each commit's checksum
+    (native_commit.FILES_IN_CHECKSUM), for a table a Spark query of the run reads whole every
+    batch. A table takes one choice for good."""
 
 
 @dataclass(frozen=True)
