@@ -8,19 +8,22 @@ fields bronze keeps (event type, event id, event time) plus the raw line and the
 classifies every line strictly, hashes its schema variation, registers new variations and
 quarantines what it cannot use). Each side runs in its own process and is timed from process
 start to its last bronze commit (the commit file's time in the table's log); the variants
-alternate for `--rounds` rounds into fresh lakes and the best of each is kept. All sides get
-delta-spark's JARs the same way (files resolved once, `spark.jars`), so no resolution is timed.
+alternate for `--rounds` rounds into fresh lakes; the median run of each is reported (and the
+best). All sides get delta-spark's JARs the same way (files resolved once, `spark.jars`), so no
+resolution is timed.
 
-    python bench/bench_bronze_delta_spark.py --events 1000000 --event-types 300 --rounds 2
+    python bench/bench_bronze_delta_spark.py --events 1000000 --event-types 300 --rounds 3
 
-Prints JSON: seconds, lines/s, the ratio of each streamops variant to the hand-written job, and
-the CPU seconds and peak memory (RSS and PSS sums) of each process tree by role.
+Prints JSON: seconds, lines/s, the ratio of each streamops variant to the hand-written job (of
+the medians, and of the best runs), the 1-minute load read before each run, and the CPU seconds
+and peak memory (RSS and PSS sums) of each process tree by role.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -98,10 +101,12 @@ def run_variant(variant: str, landing: Path, work: Path, jars: str) -> dict:
     """Run one variant (`run_measured`); its seconds, rows, the CPU its whole process tree used
     and its peak memory by role."""
     argv, table = command(variant, landing, work, jars)
+    load = round(os.getloadavg()[0], 2)
     measured = run_measured(argv)
     usage = measured.usage
     return {
         "seconds": round(last_commit_time(table) - measured.started, 2),
+        "load_average_1m_at_start": load,
         "rows": rows_in(table),
         "cpu_seconds": measured.cpu_seconds,
         "peak_rss_mb": round(usage.peak_rss_mb),
@@ -134,6 +139,9 @@ def main() -> None:
                 print(f"round {round_number + 1} {variant}: {runs[variant][-1]['seconds']} s", file=sys.stderr)
     lines = manifest["lines_total"]
     best = {variant: min(results, key=lambda r: r["seconds"]) for variant, results in runs.items()}
+    median = {
+        variant: sorted(results, key=lambda r: r["seconds"])[len(results) // 2] for variant, results in runs.items()
+    }
     report = {
         "benchmark": "bronze_vs_delta_spark",
         "machine": machine(),
@@ -144,13 +152,18 @@ def main() -> None:
         "best": {
             variant: {**result, "lines_per_s": round(lines / result["seconds"])} for variant, result in best.items()
         },
+        "median": {
+            variant: {**result, "lines_per_s": round(lines / result["seconds"])} for variant, result in median.items()
+        },
         "all_seconds": {variant: [r["seconds"] for r in results] for variant, results in runs.items()},
+        "load_average_1m_at_start": {
+            variant: [r["load_average_1m_at_start"] for r in results] for variant, results in runs.items()
+        },
     }
     if "plain_delta_spark" in best:
-        baseline = best["plain_delta_spark"]["seconds"]
-        report["ratio_to_plain_delta_spark"] = {
-            variant: round(baseline / result["seconds"], 3) for variant, result in best.items()
-        }
+        for name, chosen in (("ratio_to_plain_delta_spark", median), ("best_ratio_to_plain_delta_spark", best)):
+            baseline = chosen["plain_delta_spark"]["seconds"]
+            report[name] = {variant: round(baseline / result["seconds"], 3) for variant, result in chosen.items()}
     print(json.dumps(report, indent=2, sort_keys=True))
 
 

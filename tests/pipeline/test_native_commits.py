@@ -8,8 +8,10 @@ import json
 import logging
 import re
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from py4j.protocol import Py4JJavaError
 
@@ -214,6 +216,45 @@ def test_a_batch_that_creates_its_tables_starts_no_more_jobs_than_one_that_appen
         native.write_routes(routed_frame(spark, [("a", batch_id, None)]), listed_plan)
     assert [len(checksum(tmp_path / "listed", version)["allFiles"]) for version in range(2)] == [1, 2]
     assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "listed")).collect()) == [0, 1]
+
+
+def test_the_drivers_own_rows_and_marks_are_committed_exactly_once_without_a_spark_job(spark, tmp_path):
+    """The registry's, the alerts' and the other small tables' rows come from the driver: it
+    writes their file itself and commits it as a batch's tables are (delta-spark's writer, asked
+    for a txn, rebuilt the table's state in Spark jobs before each append)."""
+    native = NativeDelta(spark)
+    table = tmp_path / "alerts"
+    at = pa.array([datetime(2026, 1, 1, tzinfo=timezone.utc)] * 2, pa.timestamp("us", tz="UTC"))
+    rows = pa.table({"id": [1, 2], "name": ["a", None], "at": at})
+    group = "native-driver-rows"
+    try:
+        spark.sparkContext.setJobGroup(group, "the driver's rows")
+        first = native.write_batch(table, rows, BatchCommitInfo("s", 0))
+        again = native.write_batch(table, rows, BatchCommitInfo("s", 0))
+        native.write_batch(table, pa.table({"id": [3], "more": ["x"]}), BatchCommitInfo("s", 1))
+        marked = native.mark_batch(table, BatchCommitInfo("s", 2))
+        marked_again = native.mark_batch(table, BatchCommitInfo("s", 2))
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    assert jobs_in(spark, group) == 0
+    assert (first.status, first.version, first.rows, again.status) == ("written", 0, 2, "skipped")
+    assert (marked.status, marked.version, marked_again.status) == ("written", 2, "skipped")
+    read = spark.read.format("delta").load(str(table))
+    assert [(r.id, r.name, r.more) for r in read.orderBy("id").collect()] == [
+        (1, "a", None),
+        (2, None, None),
+        (3, None, "x"),
+    ]
+    assert read.schema["at"].dataType.typeName() == "timestamp"
+    log = [json.loads(line) for line in (table / "_delta_log" / f"{2:020d}.json").read_text().splitlines()]
+    assert not [a for a in log if "add" in a] and [a["txn"]["version"] for a in log if "txn" in a] == [2]
+    assert {h["operation"] for h in history(spark, table)} == {"STREAMING UPDATE"}
+
+    spark.sql(f"ALTER TABLE delta.`{table}` ADD CONSTRAINT small_ids CHECK (id < 100)")
+    assert native.write_batch(table, pa.table({"id": [4]}), BatchCommitInfo("s", 3)).status == "written"
+    with pytest.raises(Py4JJavaError):
+        native.write_batch(table, pa.table({"id": [500]}), BatchCommitInfo("s", 4))
+    assert sorted(r.id for r in spark.read.format("delta").load(str(table)).collect()) == [1, 2, 3, 4]
 
 
 def test_a_table_whose_features_delta_rs_does_not_write_is_checkpointed_by_delta_spark(spark, tmp_path):

@@ -26,7 +26,7 @@ from streamops.pipeline.delta_connector.batch_commit import TableCommit, commit_
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, WrittenBatch
 from streamops.pipeline.delta_connector.batch_txn import batch_version, table_holds_batch
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
-from streamops.pipeline.delta_connector.data_files import DataFile
+from streamops.pipeline.delta_connector.data_files import DataFile, driver_file
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
 from streamops.pipeline.delta_connector.flat_columns import flat_columns
 from streamops.pipeline.delta_connector.lake_sink import FORMAT_NAME as SINK_FORMAT
@@ -204,18 +204,23 @@ class NativeDelta:
         create_native_table(self.spark, table, from_arrow_schema(schema))
 
     def write_batch(self, table: LocationLike, data: pa.Table, commit: BatchCommitInfo) -> WriteOutcome:
+        """The driver's few rows (the registry's, the alerts', ...) in one file it writes itself,
+        committed like a batch's tables: no Spark job. delta-spark's writer, asked for a `txn`,
+        rebuilt the table's state in Spark jobs before every append."""
         if data.num_rows == 0:
             return WriteOutcome("empty")
-        if table_holds_batch(table, commit):
-            return WriteOutcome("skipped", rows=data.num_rows)
-        self._append(self.spark.createDataFrame(data), table, commit)
-        return WriteOutcome("written", rows=data.num_rows)
+        try:
+            done = self.commits.commit_files(str(table), [driver_file(str(table), data)], commit)
+        except WriterRequired:
+            if table_holds_batch(table, commit):
+                return WriteOutcome("skipped", rows=data.num_rows)
+            self._append(self.spark.createDataFrame(data), table, commit)
+            return WriteOutcome("written", rows=data.num_rows)
+        return WriteOutcome(done.status, version=done.version, rows=data.num_rows)
 
     def mark_batch(self, table: LocationLike, commit: BatchCommitInfo) -> WriteOutcome:
-        if table_holds_batch(table, commit):
-            return WriteOutcome("skipped")
-        self._append(self.spark.read.format("delta").load(str(table)).limit(0), table, commit)
-        return WriteOutcome("written")
+        done = self.commits.mark_batch(str(table), commit)
+        return WriteOutcome(done.status, version=done.version)
 
     def write_routes(
         self, df: DataFrame, plan: WritePlan, before_commit: Callable[[FirstRowsFound], None] | None = None

@@ -140,6 +140,18 @@ class DataFileBuilder:
         )
 
 
+def driver_file(table: str, data: pa.Table) -> DataFile:
+    """`data` as one data file of `table`, written by the process holding it (the driver's own
+    small tables), with the statistics a task's file gets."""
+    builder = DataFileBuilder(table, data.schema)
+    try:
+        builder.write(data)
+    except BaseException:
+        builder.discard()
+        raise
+    return builder.close()
+
+
 @functools.lru_cache(maxsize=64)
 def table_filesystem(table: str) -> pa_fs.FileSystem:
     """Arrow's filesystem rooted at `table` (kept per table: a task writes many files, and an

@@ -147,6 +147,13 @@ class NativeCommits:
         with active_session(self.spark if files_in_checksum else self._lean_session()):
             return self._commit(table, files, commit)
 
+    def mark_batch(self, table: str, commit: BatchCommitInfo) -> TableCommit:
+        """Commit the batch's `txn` and nothing else to `table` (which exists), exactly once."""
+        if not is_table(table):
+            raise FileNotFoundError(f"`{table}` is not a Delta table: a batch is marked on a table that exists")
+        with active_session(self._lean_session()):
+            return self._commit(table, [], commit)
+
     def _lean_session(self) -> SparkSession:
         if self._lean is None:
             self._lean = self.spark.newSession()
@@ -169,7 +176,7 @@ class NativeCommits:
                 delete_files(files)
                 return TableCommit("skipped", rows=rows)
             metadata = json.loads(txn.metadata().json())["metaData"]
-            reason = writer_features(metadata)
+            reason = writer_features(metadata) if files else None
             if reason is not None:
                 delete_files(files)
                 if table not in self._told:
