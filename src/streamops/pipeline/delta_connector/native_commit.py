@@ -63,9 +63,10 @@ FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.enabled"
 """delta-spark's setting (on by default) that keeps a small table's file list in each commit's
 checksum, so a query of the table lists no log. Deriving it costs a table's first commit a query
 plan and a Spark job over the empty table before it (90 of 105 ms; a silver group's first batch
-creates 150 tables), and a table that has it must keep it: a commit without the previous list
-rebuilds the table's state in a Spark job. Commits here leave it out unless a table asks for it
-(`TableTarget.files_in_checksum`: one this process reads whole every batch)."""
+creates 150 tables), and a commit that keeps the list after one that left it out rebuilds the
+table's state in a Spark job, so a table keeps the choice it started with. Commits here leave it
+out unless a table asks for it (`TableTarget.files_in_checksum`: one this process reads whole
+every batch)."""
 
 
 class WriterRequired(Exception):
