@@ -158,11 +158,11 @@ def jobs_in(spark, group: str) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
-def test_every_tenth_version_is_checkpointed_outside_spark_and_delta_spark_reads_the_checkpoints(spark, tmp_path):
-    """delta-spark's own checkpoint is a few Spark jobs inside the commit; the connector's tables
-    carry a large interval and get their checkpoint every 10 versions from delta-rs."""
+def jobs_per_batch(spark, tmp_path: Path, name: str, batches: int) -> list[int]:
+    """Batches 0.. of tables a and b through the native connector, each in a job group of its
+    own: the Spark jobs each started."""
     native = NativeDelta(spark)
-    groups = [f"native-checkpoints-{batch_id}" for batch_id in range(21)]
+    groups = [f"{name}-{batch_id}" for batch_id in range(batches)]
     try:
         for batch_id, group in enumerate(groups):
             spark.sparkContext.setJobGroup(group, "a batch")
@@ -171,7 +171,13 @@ def test_every_tenth_version_is_checkpointed_outside_spark_and_delta_spark_reads
             )
     finally:
         spark.sparkContext.setJobGroup("", "")
-    jobs = [jobs_in(spark, group) for group in groups]
+    return [jobs_in(spark, group) for group in groups]
+
+
+def test_every_tenth_version_is_checkpointed_outside_spark_and_delta_spark_reads_the_checkpoints(spark, tmp_path):
+    """delta-spark's own checkpoint is a few Spark jobs inside the commit; the connector's tables
+    carry a large interval and get their checkpoint every 10 versions from delta-rs."""
+    jobs = jobs_per_batch(spark, tmp_path, "native-checkpoints", 21)
     assert jobs[10] == jobs[20] == jobs[9] == jobs[11], f"the batches at versions 10 and 20 start no more jobs: {jobs}"
     for table in ("a", "b"):
         log = tmp_path / table / "_delta_log"
@@ -195,21 +201,12 @@ def test_a_batch_that_creates_its_tables_starts_no_more_jobs_than_one_that_appen
     """delta-spark derives the file list it keeps in a checksum, for a new table, from a query
     of the empty table before it: a Spark job and a query plan per table created. The commits
     leave the list out, except for a table that asks for it, which keeps it in every commit."""
-    native = NativeDelta(spark)
-    groups = [f"native-creates-{batch_id}" for batch_id in range(3)]
-    try:
-        for batch_id, group in enumerate(groups):
-            spark.sparkContext.setJobGroup(group, "a batch")
-            native.write_routes(
-                routed_frame(spark, [("a", batch_id, None), ("b", batch_id, "x")]), plan(tmp_path, batch_id)
-            )
-    finally:
-        spark.sparkContext.setJobGroup("", "")
-    jobs = [jobs_in(spark, group) for group in groups]
+    jobs = jobs_per_batch(spark, tmp_path, "native-creates", 3)
     assert jobs[0] == jobs[1] == jobs[2], f"creating two tables starts no job of its own: {jobs}"
     assert all("allFiles" not in checksum(tmp_path / "a", version) for version in range(3))
     assert checksum(tmp_path / "a", 2)["setTransactions"], "the checksum still keeps the batches' txn"
 
+    native = NativeDelta(spark)
     listed = TableTarget(str(tmp_path / "listed"), columns={"id": "id"}, files_in_checksum=True)
     for batch_id in range(2):
         listed_plan = WritePlan(BatchCommitInfo("s", batch_id), {"a": listed}, (("a",),), "")
