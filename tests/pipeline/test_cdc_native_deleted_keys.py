@@ -51,7 +51,13 @@ def batches() -> list[list[tuple]]:
 
 
 def apply(spark, target: CdcTarget, changes: list[tuple], batch_id: int) -> None:
-    summary = BatchSummary.of(dict(zip(NAMES, c)) for c in changes)
+    rows = [dict(zip(NAMES, c)) for c in changes]
+    summary = BatchSummary(
+        row_changes=sum(1 for c in rows if c[OP] != "t"),
+        deletes=sum(1 for c in rows if c[OP] == "d"),
+        truncates=tuple(sorted((c[SEQUENCE], c[EVENT_TIME]) for c in rows if c[OP] == "t")),
+        newest_time=max(c[EVENT_TIME] for c in rows),
+    )
     commit = BatchCommitInfo(STREAM, batch_id)
     merge_native.apply_native(batch(spark, changes), target, commit, RETENTION_SECONDS, summary)
 

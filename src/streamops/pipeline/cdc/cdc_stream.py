@@ -144,8 +144,8 @@ class CdcGroupWriter(GroupWriter):
             routed = changes
             for columns in _routes(schemas, keys, self.settings, rules):
                 routed = routed.select(*columns)
-            kept.append(routed.persist())
-            routed = kept[-1]
+            routed = routed.persist()
+            kept.append(routed)
             counts = _counts(routed, bool(rules))
             alerts = _alerts(counts, schemas, self.settings)
             evaluated = _evaluated(counts, rules)

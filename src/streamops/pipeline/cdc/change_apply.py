@@ -65,17 +65,6 @@ class BatchSummary:
     truncates: tuple[Boundary, ...]
     newest_time: Any
 
-    @classmethod
-    def of(cls, changes: Iterable[Row]) -> BatchSummary:
-        rows = list(changes)
-        times = [c[EVENT_TIME] for c in rows if c[EVENT_TIME] is not None]
-        return cls(
-            row_changes=sum(1 for c in rows if c[OP] != "t"),
-            deletes=sum(1 for c in rows if c[OP] == "d"),
-            truncates=tuple(sorted((c[SEQUENCE], c[EVENT_TIME]) for c in rows if c[OP] == "t")),
-            newest_time=max(times, default=None),
-        )
-
 
 @dataclass(frozen=True)
 class TableBatch:

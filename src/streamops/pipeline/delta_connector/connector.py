@@ -24,7 +24,7 @@ from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.storage.location import LocationLike
 from streamops.pipeline.delta_connector.batch_commit import TableCommit, commit_written
 from streamops.pipeline.delta_connector.batch_report import BatchReport, FirstRowsFound, WrittenBatch
-from streamops.pipeline.delta_connector.batch_txn import batch_version, table_holds_batch
+from streamops.pipeline.delta_connector.batch_txn import batch_version
 from streamops.pipeline.delta_connector.batch_writer import WriteOutcome, create_table, mark_batch, write_batch
 from streamops.pipeline.delta_connector.data_files import DataFile, driver_file
 from streamops.pipeline.delta_connector.delta_source import FORMAT_NAME
@@ -211,9 +211,7 @@ class NativeDelta:
             return WriteOutcome("empty")
         try:
             done = self.commits.commit_files(str(table), [driver_file(str(table), data)], commit)
-        except WriterRequired:
-            if table_holds_batch(table, commit):
-                return WriteOutcome("skipped", rows=data.num_rows)
+        except WriterRequired:  # raised only for a table that does not hold the batch yet
             self._append(self.spark.createDataFrame(data), table, commit)
             return WriteOutcome("written", rows=data.num_rows)
         return WriteOutcome(done.status, version=done.version, rows=data.num_rows)
