@@ -10,12 +10,14 @@ session, the sides alternating round after round, each round `--batches` batches
 - `transactions`: the native connector as `streamops run --delta native` runs it
   (`NativeDelta.write_routes`): every table's files from one Spark job, then one delta-spark
   `OptimisticTransaction` commit per table with the batch's txn, read from the snapshot's
-  checksum.
+  checksum, its delta-spark calls made by the JVM helper (delta_connector/jvm_commits.py).
+- `transactions_py4j`: the same commits with each delta-spark call made over py4j, as on a
+  machine without a JDK compiler.
   Its tables are created as the connector creates them: a checkpoint every 10 commits, written
   by delta-rs outside Spark (pipeline/delta_connector/native_checkpoints.py).
 - `transactions_spark_checkpoints`: the same commits on tables with delta-spark's default
   interval of 10, so delta-spark writes each checkpoint inside the commit, with Spark jobs.
-- `transactions_txn_from_state` (with `--txn-from-state`): the connector's commits, the txn
+- `transactions_txn_from_state` (with `--txn-from-state`): the py4j commits, the txn
   asked of `OptimisticTransaction.txnVersion`, which reconstructs the table's state in a Spark
   job.
 
@@ -54,12 +56,17 @@ from streamops.pipeline.bronze.jvm_classifier import (
 )
 from streamops.pipeline.delta_connector.connector import NativeDelta, session_needs
 from streamops.pipeline.delta_connector.native_checkpoints import NATIVE_TABLE_CONFIGURATION
-from streamops.pipeline.delta_connector.native_commit import NO_TXN, NativeCommits, create_native_table
+from streamops.pipeline.delta_connector.native_commit import (
+    NativeCommits,
+    Py4jCommits,
+    Py4jTransaction,
+    create_native_table,
+)
 from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 from streamops.pipeline.run.spark_session import build_spark
 
 STREAM = "bench"
-SIDES = ("writer", "transactions", "transactions_spark_checkpoints")
+SIDES = ("writer", "transactions", "transactions_py4j", "transactions_spark_checkpoints")
 HADOOP_LOG_STORE = "io.delta.storage.HDFSLogStore"
 """delta-spark's default LogStore for `file:` paths."""
 
@@ -69,12 +76,30 @@ def hadoop_checkpoint_manager() -> str:
     return f"{checkpointing_package()}.FileContextBasedCheckpointFileManager"
 
 
-class TxnFromState(NativeCommits):
-    """The native committer asking delta-spark's state reconstruction for the txn."""
+class TxnFromStateTransaction(Py4jTransaction):
+    def _txn_version(self, stream: str) -> int:
+        return int(self.txn.txnVersion(stream))
 
-    def _txn_version(self, txn: Any, stream: str) -> int | None:
-        version = txn.txnVersion(stream)
-        return None if version == NO_TXN else int(version)
+
+class TxnFromStateCommits(Py4jCommits):
+    def start(self, session, table: str) -> Py4jTransaction:
+        started = super().start(session, table)
+        return TxnFromStateTransaction(started.session, started.txn)
+
+
+class TxnFromState(NativeCommits):
+    """The native committer over py4j, asking delta-spark's state reconstruction for the txn."""
+
+    def _transactions(self) -> Py4jCommits:
+        return TxnFromStateCommits(self.spark)
+
+
+COMMITTERS = {
+    "transactions": NativeCommits,
+    "transactions_spark_checkpoints": NativeCommits,
+    "transactions_py4j": lambda spark: NativeCommits(spark, jvm_helper=False),
+    "transactions_txn_from_state": TxnFromState,
+}
 
 
 def make_tables(spark, root: Path, tables: int, configuration: dict[str, str]) -> list[str]:
@@ -152,8 +177,7 @@ def main() -> None:
                 if side == "writer":
                     seconds = run_writer(spark, paths, args.batches, args.rows)
                 else:
-                    commits = TxnFromState(spark) if side == "transactions_txn_from_state" else NativeCommits(spark)
-                    seconds = run_transactions(spark, paths, args.batches, args.rows, commits)
+                    seconds = run_transactions(spark, paths, args.batches, args.rows, COMMITTERS[side](spark))
                 runs[side].append({"seconds": round(seconds, 2), "load_average_1m_before": load})
     result: dict[str, Any] = {
         "benchmark": "native_commits",

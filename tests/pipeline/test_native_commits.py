@@ -17,7 +17,8 @@ from py4j.protocol import Py4JJavaError
 
 from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.pipeline.delta_connector.connector import NativeDelta
-from streamops.pipeline.delta_connector.native_commit import writer_features
+from streamops.pipeline.delta_connector.jvm_commits import JvmCommits
+from streamops.pipeline.delta_connector.native_commit import Py4jCommits, writer_features
 from streamops.pipeline.delta_connector.write_plan import TableTarget, WritePlan
 
 pytestmark = pytest.mark.spark
@@ -38,13 +39,22 @@ def plan(tmp_path: Path, batch_id: int, a_columns: dict[str, str] | None = None)
     return WritePlan(BatchCommitInfo("s", batch_id, "q-1"), tables, (("a", "b"),), "")
 
 
+@pytest.fixture(params=["jvm_helper", "py4j"])
+def native(request, spark) -> NativeDelta:
+    """The connector with delta-spark's commit calls made by streamops' JVM helper, as runs make
+    them, and over py4j, as on a machine without a JDK compiler (the helper's fallback)."""
+    connector = NativeDelta(spark, jvm_helper=request.param == "jvm_helper")
+    made_by = type(connector.commits._transactions())
+    assert made_by is (JvmCommits if request.param == "jvm_helper" else Py4jCommits)
+    return connector
+
+
 def history(spark, table: Path) -> list[dict]:
     rows = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").orderBy("version").collect()
     return [row.asDict() for row in rows]
 
 
-def test_one_job_writes_every_tables_files_and_each_table_commits_once_with_its_txn(spark, tmp_path):
-    native = NativeDelta(spark)
+def test_one_job_writes_every_tables_files_and_each_table_commits_once_with_its_txn(spark, tmp_path, native):
     rows = [("a", i, None) for i in range(30)] + [("b", i, f"n{i}") for i in range(5)]
     report = native.write_routes(routed_frame(spark, rows), plan(tmp_path, 0))
     assert {route: (t.status, t.rows) for route, t in report.tables.items()} == {
@@ -77,8 +87,7 @@ def test_one_job_writes_every_tables_files_and_each_table_commits_once_with_its_
     assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 31
 
 
-def test_a_new_column_is_added_to_the_table_in_the_batchs_commit_keeping_the_others_metadata(spark, tmp_path):
-    native = NativeDelta(spark)
+def test_a_new_column_is_added_to_the_table_in_the_batchs_commit_keeping_the_others_metadata(spark, tmp_path, native):
     native.write_routes(routed_frame(spark, [("a", 1, None)]), plan(tmp_path, 0))
     spark.sql(f"ALTER TABLE delta.`{tmp_path / 'a'}` ALTER COLUMN id COMMENT 'the event id'")
     table_id = spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / 'a'}`").first().id
@@ -215,11 +224,10 @@ def test_a_batch_that_creates_its_tables_starts_no_more_jobs_than_one_that_appen
     assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "listed")).collect()) == [0, 1]
 
 
-def test_the_drivers_own_rows_and_marks_are_committed_exactly_once_without_a_spark_job(spark, tmp_path):
+def test_the_drivers_own_rows_and_marks_are_committed_exactly_once_without_a_spark_job(spark, tmp_path, native):
     """The registry's, the alerts' and the other small tables' rows come from the driver: it
     writes their file itself and commits it as a batch's tables are (delta-spark's writer, asked
     for a txn, rebuilt the table's state in Spark jobs before each append)."""
-    native = NativeDelta(spark)
     table = tmp_path / "alerts"
     at = pa.array([datetime(2026, 1, 1, tzinfo=timezone.utc)] * 2, pa.timestamp("us", tz="UTC"))
     rows = pa.table({"id": [1, 2], "name": ["a", None], "at": at})

@@ -13,14 +13,12 @@ local-disk writers of Delta logs and streaming checkpoint files (`LocalFileLogSt
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from streamops.pipeline.runtime.java_build import cached_jar, compiled, javac, pyspark_jars, write_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,72 +52,31 @@ RETURN_TYPE = (
 )
 
 
-def _javac() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "javac").exists():
-        return str(Path(java_home) / "bin" / "javac")
-    return shutil.which("javac")
-
-
-def _pyspark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
-
-
-def _cache_dir() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return root / "streamops" / "jars"
-
-
 def classifier_jar() -> Path | None:
     """The compiled jar (classifier, line reader, local-disk writers), built on first use; None
     when no JDK compiler is available."""
-    javac = _javac()
-    if javac is None:
+    compiler = javac()
+    if compiler is None:
         return None
     import pyspark
 
     stubs = sorted(API_STUBS.rglob("*.java"))
     sources = b"".join(source.read_bytes() for source in (*SOURCES, *TEMPLATES, *stubs))
-    digest = hashlib.sha256(sources + pyspark.__version__.encode()).hexdigest()[:16]
-    jar = _cache_dir() / f"streamops-classifier-{digest}.jar"
+    jar = cached_jar("streamops-classifier", sources + pyspark.__version__.encode())
     if jar.exists():
         return jar
-    jar.parent.mkdir(parents=True, exist_ok=True)
+    classpath = [f"{pyspark_jars()}/*"]
     with tempfile.TemporaryDirectory(prefix="streamops-javac-") as build:
         rendered = _rendered_templates(Path(build) / "src")
-        if not _compiled(javac, [*SOURCES, *rendered], build) and not _compiled(javac, list(SOURCES), build):
+        # The templated sources name Spark classes that a Spark version may lack or shape
+        # otherwise: without them the jar still holds the classifier and the line reader, and
+        # the session keeps Spark's own checkpoint file manager.
+        if not compiled(compiler, [*SOURCES, *rendered], build, classpath, API_STUBS) and not compiled(
+            compiler, SOURCES, build, classpath, API_STUBS
+        ):
             return None
-        partial = jar.with_suffix(".tmp")
-        with zipfile.ZipFile(partial, "w") as archive:
-            for path in sorted(Path(build).rglob("*.class")):
-                archive.write(path, path.relative_to(build).as_posix())
-        partial.rename(jar)
+        write_jar(build, jar)
     return jar
-
-
-def _compiled(javac: str, sources: list[Path], into: str) -> bool:
-    """Whether `sources` compiled into `into`. The templated sources name Spark classes that a
-    Spark version may lack or shape otherwise: without them the jar still holds the classifier
-    and the line reader, and the session keeps Spark's own checkpoint file manager."""
-    result = subprocess.run(
-        [
-            javac,
-            "-nowarn",
-            "-implicit:none",
-            "-sourcepath",
-            str(API_STUBS),
-            "-d",
-            into,
-            "-cp",
-            f"{_pyspark_jars()}/*",
-            *map(str, sources),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    return result.returncode == 0
 
 
 def jar_has_class(jar: Path, name: str) -> bool:
@@ -130,7 +87,7 @@ def jar_has_class(jar: Path, name: str) -> bool:
 def checkpointing_package() -> str:
     """The package of Spark's checkpoint file managers in the installed PySpark."""
     names: set[str] = set()
-    for jar in _pyspark_jars().glob("spark-sql_*.jar"):
+    for jar in pyspark_jars().glob("spark-sql_*.jar"):
         with zipfile.ZipFile(jar) as opened:
             names.update(opened.namelist())
     manager = "FileContextBasedCheckpointFileManager.class"

@@ -179,10 +179,12 @@ class NativeDelta:
 
     spark: SparkSession
     name: ConnectorName = "native"
+    jvm_helper: bool = True
+    """delta-spark's commit calls made from streamops' JVM helper where it builds (native_commit.py)."""
     commits: NativeCommits = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "commits", NativeCommits(self.spark))
+        object.__setattr__(self, "commits", NativeCommits(self.spark, self.jvm_helper))
 
     def read_stream(
         self,

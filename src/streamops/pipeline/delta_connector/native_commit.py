@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from streamops.core.storage.location import LocationLike
 from streamops.pipeline.delta_connector.batch_commit import TableCommit, delete_files, with_columns
 from streamops.pipeline.delta_connector.cut_short_creation import clear_cut_short_creation
 from streamops.pipeline.delta_connector.data_files import DataFile
+from streamops.pipeline.delta_connector.jvm_commits import JvmCommits, delta_commits
 from streamops.pipeline.delta_connector.native_checkpoints import (
     NATIVE_TABLE_CONFIGURATION,
     checkpoint_due,
@@ -132,9 +134,14 @@ class NativeCommits:
     for the native connector."""
 
     spark: SparkSession
+    jvm_helper: bool = True
+    """Make delta-spark's calls from the JVM helper where it builds (False: all over py4j)."""
     _told: set[str] = field(default_factory=set)
     _lean: SparkSession | None = None
     """The session the commits run in when a table's checksum leaves its files out."""
+    _helper: JvmCommits | Py4jCommits | None = None
+    _lazy: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the lean session or the helper is made: a batch's first commits run side by side."""
 
     def commit_files(
         self, table: str, files: list[DataFile], commit: BatchCommitInfo, files_in_checksum: bool = False
@@ -145,38 +152,44 @@ class NativeCommits:
         the commit runs with the session `files_in_checksum` (FILES_IN_CHECKSUM) calls for."""
         if not files:
             return TableCommit("empty")
-        with active_session(self.spark if files_in_checksum else self._lean_session()):
-            return self._commit(table, files, commit)
+        return self._commit(self.spark if files_in_checksum else self._lean_session(), table, files, commit)
 
     def mark_batch(self, table: str, commit: BatchCommitInfo) -> TableCommit:
         """Commit the batch's `txn` and nothing else to `table` (which exists), exactly once."""
         if not is_table(table):
             raise FileNotFoundError(f"`{table}` is not a Delta table: a batch is marked on a table that exists")
-        with active_session(self._lean_session()):
-            return self._commit(table, [], commit)
+        return self._commit(self._lean_session(), table, [], commit)
 
     def _lean_session(self) -> SparkSession:
-        if self._lean is None:
-            self._lean = self.spark.newSession()
-            self._lean.conf.set(FILES_IN_CHECKSUM, "false")
-        return self._lean
+        with self._lazy:
+            if self._lean is None:
+                self._lean = self.spark.newSession()
+                self._lean.conf.set(FILES_IN_CHECKSUM, "false")
+            return self._lean
 
-    def _commit(self, table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
+    def _transactions(self) -> JvmCommits | Py4jCommits:
+        """The JVM helper (jvm_commits.py) when this session can build it, else py4j calls."""
+        with self._lazy:
+            if self._helper is None:
+                self._helper = (delta_commits(self.spark) if self.jvm_helper else None) or Py4jCommits(self.spark)
+            return self._helper
+
+    def _commit(self, session: SparkSession, table: str, files: list[DataFile], commit: BatchCommitInfo) -> TableCommit:
         rows = sum(f.rows for f in files)
         schemas = [pa.ipc.read_schema(pa.py_buffer(s)) for s in {f.schema: None for f in files}]
-        jvm = self.spark._jvm
-        delta = jvm.org.apache.spark.sql.delta
         creating = not is_table(table)
         if creating:
             clear_cut_short_creation(table)
-        txn = delta.DeltaLog.forTable(self.spark._jsparkSession, table).startTransaction()
+        txn = self._transactions().start(session, table)
         if creating:
             metadata = _new_metadata(schemas)
         else:
-            if txn_holds_batch(self._txn_version(txn, commit.stream), commit.batch_id):
+            state = json.loads(txn.state(commit.stream))
+            version = None if state["txn"] == NO_TXN else int(state["txn"])
+            if txn_holds_batch(version, commit.batch_id):
                 delete_files(files)
                 return TableCommit("skipped", rows=rows)
-            metadata = json.loads(txn.metadata().json())["metaData"]
+            metadata = state["metadata"]["metaData"]
             reason = writer_features(metadata) if files else None
             if reason is not None:
                 delete_files(files)
@@ -185,42 +198,76 @@ class NativeCommits:
                     log.warning("%s: written through delta-spark's writer, not by committing files: %s", table, reason)
                 raise WriterRequired(reason)
         schema_string = merged_schema_string(metadata["schemaString"], schemas, table)
+        changed = None
         if creating or schema_string is not None:
-            changed = {"metaData": {**metadata, "schemaString": schema_string or metadata["schemaString"]}}
-            txn.updateMetadata(delta.actions.Action.fromJson(json.dumps(changed)), False)
-        actions = jvm.java.util.ArrayList()
-        for data_file in files:
-            actions.add(delta.actions.Action.fromJson(_add_action(data_file)))
+            changed = json.dumps({"metaData": {**metadata, "schemaString": schema_string or metadata["schemaString"]}})
         now = int(time.time() * 1000)
-        batch_txn = {"txn": {"appId": commit.stream, "version": commit.batch_id, "lastUpdated": now}}
-        actions.add(delta.actions.Action.fromJson(json.dumps(batch_txn)))
-        operation = getattr(delta, "DeltaOperations$StreamingUpdate")(
-            jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
-            commit.query_id or "",
-            commit.batch_id,
-            jvm.scala.Some(commit.to_user_metadata()),
+        actions = [_add_action(data_file) for data_file in files]
+        actions.append(json.dumps({"txn": {"appId": commit.stream, "version": commit.batch_id, "lastUpdated": now}}))
+        version = int(
+            txn.commit(changed, "\n".join(actions), commit.query_id or "", commit.batch_id, commit.to_user_metadata())
         )
-        version = int(txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toSeq(), operation))
         if checkpoint_due(version, metadata["configuration"]):
             write_checkpoint(self.spark, table, version)
         return TableCommit("written", rows=rows, version=version)
 
-    def _txn_version(self, txn: Any, stream: str) -> int | None:
-        """The table's txn version for `stream` (None: none), from the snapshot's checksum when it
-        keeps the set transactions, else from delta-spark's state reconstruction."""
-        checksum = txn.snapshot().checksumOpt()
+
+@dataclass
+class Py4jCommits:
+    """jvm/DeltaCommits.java's calls made one by one over py4j, for a session the helper is not
+    built for (jvm_commits.py)."""
+
+    spark: SparkSession
+
+    def start(self, session: SparkSession, table: str) -> Py4jTransaction:
+        with active_session(session):
+            txn = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session._jsparkSession, table)
+            return Py4jTransaction(session, txn.startTransaction())
+
+
+@dataclass
+class Py4jTransaction:
+    """jvm/DeltaCommits.java's `Transaction`: each step with the transaction's session active."""
+
+    session: SparkSession
+    txn: Any
+
+    def state(self, stream: str) -> str:
+        with active_session(self.session):
+            return json.dumps({"txn": self._txn_version(stream), "metadata": json.loads(self.txn.metadata().json())})
+
+    def commit(self, metadata: str | None, actions: str, query_id: str, batch_id: int, user_metadata: str) -> int:
+        jvm = self.session._jvm
+        delta = jvm.org.apache.spark.sql.delta
+        with active_session(self.session):
+            if metadata is not None:
+                self.txn.updateMetadata(delta.actions.Action.fromJson(metadata), False)
+            parsed = jvm.java.util.ArrayList()
+            for line in actions.splitlines():
+                parsed.add(delta.actions.Action.fromJson(line))
+            operation = getattr(delta, "DeltaOperations$StreamingUpdate")(
+                jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+                query_id,
+                batch_id,
+                jvm.scala.Some(user_metadata),
+            )
+            return int(self.txn.commit(jvm.scala.jdk.javaapi.CollectionConverters.asScala(parsed).toSeq(), operation))
+
+    def _txn_version(self, stream: str) -> int:
+        """The table's txn version for `stream` (NO_TXN: none), from the snapshot's checksum when
+        it keeps the set transactions, else from delta-spark's state reconstruction."""
+        checksum = self.txn.snapshot().checksumOpt()
         kept = checksum.get().setTransactions() if checksum.isDefined() else None
         if kept is not None and kept.isDefined():
-            found = self.spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(kept.get())
+            found = self.session._jvm.scala.jdk.javaapi.CollectionConverters.asJava(kept.get())
             # By index: a Python loop over a Java iterator ends in an exception that PySpark
             # converts, ~9 ms, a third of a commit.
             for index in range(found.size()):
                 entry = found.get(index)
                 if entry.appId() == stream:
                     return int(entry.version())
-            return None
-        version = txn.txnVersion(stream)
-        return None if version == NO_TXN else int(version)
+            return NO_TXN
+        return int(self.txn.txnVersion(stream))
 
 
 def create_native_table(

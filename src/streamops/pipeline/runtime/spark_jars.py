@@ -50,6 +50,7 @@ from typing import Literal
 from xml.sax.saxutils import quoteattr
 
 from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.runtime.java_build import pyspark_jars
 
 Resolver = Literal["ivy", "maven"]
 RESOLVER_ENV = "STREAMOPS_JARS_RESOLVER"
@@ -267,7 +268,7 @@ def maven_resolved(packages: Sequence[str]) -> list[Path]:
             raise JarsUnresolvedError(
                 f"Maven could not resolve {', '.join(packages)}: {tail[0]} (check its settings.xml, proxy or mirror)"
             )
-        bundled = _artifacts(_pyspark_jars().glob("*.jar"))
+        bundled = _artifacts(pyspark_jars().glob("*.jar"))
         for jar in staging.glob("*.jar"):
             if _artifact(jar) in bundled:  # Spark's own copy is on the classpath first
                 jar.unlink()
@@ -276,12 +277,6 @@ def maven_resolved(packages: Sequence[str]) -> list[Path]:
         shutil.copytree(staging, target)
     (target / ".complete").write_text("\n".join(packages) + "\n")
     return _jars_in(target)
-
-
-def _pyspark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
 
 
 def _artifact(jar: Path) -> str:
