@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -276,3 +277,25 @@ def test_a_table_whose_features_delta_rs_does_not_write_is_checkpointed_by_delta
         "delta-spark's `_last_checkpoint` (delta-rs writes no checksum)"
     )
     assert spark.read.format("delta").load(str(tmp_path / "a")).count() == 12
+
+
+def test_commits_made_by_other_writers_between_ours_are_kept_and_a_recreated_table_is_seen(spark, tmp_path, native):
+    """A transaction starts from the snapshot the process's own last commit left, unless the
+    table has moved on: another writer's commit (delta-rs here, outside delta-spark's caches)
+    is built on, and a table deleted and recreated with fewer versions is read afresh, not
+    given a commit past its end."""
+    from deltalake import write_deltalake
+
+    table = tmp_path / "a"
+    for batch_id in range(3):
+        native.write_routes(routed_frame(spark, [("a", batch_id, None)]), plan(tmp_path, batch_id))
+    write_deltalake(str(table), pa.table({"id": pa.array([100], pa.int64())}), mode="append")
+    native.write_routes(routed_frame(spark, [("a", 3, None)]), plan(tmp_path, 3))
+    assert [h["version"] for h in history(spark, table)] == [0, 1, 2, 3, 4]
+    assert sorted(r.id for r in spark.read.format("delta").load(str(table)).collect()) == [0, 1, 2, 3, 100]
+
+    shutil.rmtree(table)
+    write_deltalake(str(table), pa.table({"id": pa.array([7], pa.int64())}))
+    native.write_routes(routed_frame(spark, [("a", 4, None)]), plan(tmp_path, 4))
+    assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{v:020d}.json" for v in range(2)]
+    assert sorted(r.id for r in spark.read.format("delta").load(str(table)).collect()) == [4, 7]

@@ -3,7 +3,9 @@ native_commit.py.
 
 Through py4j a native commit made about 76 round trips (each class looked up, each method, each
 Scala conversion): 17.5 ms a table on one thread, of which delta-spark's commit is about 6.5
-(BENCHMARKS.md, "Native commits"). The Java helper makes the same calls in three. It is compiled
+(BENCHMARKS.md, "Native commits"). The Java helper makes the same calls in three, and starts a
+transaction without listing the table's log when this process made its last commit (relisting
+every CHECKPOINT_EVERY versions, which picks up the checkpoints written outside Spark). It is compiled
 at run time against the session's own delta-spark jars, found where the driver loaded them, and
 loaded beside them (a class loader whose parent is delta-spark's), so it calls the Delta and
 Scala versions the session runs. Without a JDK compiler, with delta-spark in a jar that is not a
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from streamops.pipeline.delta_connector.native_checkpoints import CHECKPOINT_EVERY
 from streamops.pipeline.runtime.java_build import build_jar, pyspark_jars
 
 if TYPE_CHECKING:
@@ -74,8 +77,11 @@ def _load(spark: SparkSession) -> JvmCommits | None:
     urls = gateway.new_array(jvm.java.net.URL, 1)
     urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
     helper = jvm.java.net.URLClassLoader(urls, classes[0].getClassLoader()).loadClass(CLASS_NAME)
-    constructor = helper.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0))
-    return JvmCommits(constructor.newInstance(gateway.new_array(jvm.java.lang.Object, 0)))
+    parameters = gateway.new_array(jvm.java.lang.Class, 1)
+    parameters[0] = jvm.java.lang.Integer.TYPE
+    arguments = gateway.new_array(jvm.java.lang.Object, 1)
+    arguments[0] = CHECKPOINT_EVERY
+    return JvmCommits(helper.getDeclaredConstructor(parameters).newInstance(arguments))
 
 
 @dataclass(frozen=True)

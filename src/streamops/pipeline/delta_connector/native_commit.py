@@ -70,6 +70,12 @@ table's state in a Spark job, so a table keeps the choice it started with. Commi
 out unless a table asks for it (`TableTarget.files_in_checksum`: one this process reads whole
 every batch)."""
 
+COMMIT_LOCK = "spark.databricks.delta.commitLock.enabled"
+"""delta-spark's lock around a commit, per table and process. Unset, every commit asks the log
+store whether the lock is needed, which copies the session's Hadoop configuration (a tenth of a
+commit's time); set, it is always taken, which costs nothing here: one thread at a time commits
+a table."""
+
 
 class WriterRequired(Exception):
     """The table has a feature only delta-spark's writer enforces: write its rows through it."""
@@ -137,11 +143,11 @@ class NativeCommits:
     jvm_helper: bool = True
     """Make delta-spark's calls from the JVM helper where it builds (False: all over py4j)."""
     _told: set[str] = field(default_factory=set)
-    _lean: SparkSession | None = None
-    """The session the commits run in when a table's checksum leaves its files out."""
+    _sessions: dict[bool, SparkSession] = field(default_factory=dict)
+    """The sessions the commits run in, by whether a table's checksum keeps its files."""
     _helper: JvmCommits | Py4jCommits | None = None
     _lazy: threading.Lock = field(default_factory=threading.Lock)
-    """Held while the lean session or the helper is made: a batch's first commits run side by side."""
+    """Held while a session or the helper is made: a batch's first commits run side by side."""
 
     def commit_files(
         self, table: str, files: list[DataFile], commit: BatchCommitInfo, files_in_checksum: bool = False
@@ -152,20 +158,22 @@ class NativeCommits:
         the commit runs with the session `files_in_checksum` (FILES_IN_CHECKSUM) calls for."""
         if not files:
             return TableCommit("empty")
-        return self._commit(self.spark if files_in_checksum else self._lean_session(), table, files, commit)
+        return self._commit(self._session(files_in_checksum), table, files, commit)
 
     def mark_batch(self, table: str, commit: BatchCommitInfo) -> TableCommit:
         """Commit the batch's `txn` and nothing else to `table` (which exists), exactly once."""
         if not is_table(table):
             raise FileNotFoundError(f"`{table}` is not a Delta table: a batch is marked on a table that exists")
-        return self._commit(self._lean_session(), table, [], commit)
+        return self._commit(self._session(False), table, [], commit)
 
-    def _lean_session(self) -> SparkSession:
+    def _session(self, files_in_checksum: bool) -> SparkSession:
         with self._lazy:
-            if self._lean is None:
-                self._lean = self.spark.newSession()
-                self._lean.conf.set(FILES_IN_CHECKSUM, "false")
-            return self._lean
+            if files_in_checksum not in self._sessions:
+                session = self.spark.newSession()
+                session.conf.set(FILES_IN_CHECKSUM, str(files_in_checksum).lower())
+                session.conf.set(COMMIT_LOCK, "true")
+                self._sessions[files_in_checksum] = session
+            return self._sessions[files_in_checksum]
 
     def _transactions(self) -> JvmCommits | Py4jCommits:
         """The JVM helper (jvm_commits.py) when this session can build it, else py4j calls."""

@@ -1,12 +1,18 @@
 package streamops.jvm;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.DeltaOperations;
 import org.apache.spark.sql.delta.OptimisticTransaction;
+import org.apache.spark.sql.delta.Snapshot;
 import org.apache.spark.sql.delta.VersionChecksum;
 import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.Metadata;
@@ -20,14 +26,69 @@ import scala.Option;
  * conversion one), more time than delta-spark's commit itself; from here it takes three.
  * Compiled at run time against the session's own delta-spark, so its Scala and Delta versions
  * are the ones it calls.
+ *
+ * <p>A transaction starts from the snapshot this process's last commit to the table left, when
+ * nothing has changed the table since: delta-spark's `startTransaction()` lists the table's log
+ * first (a quarter of a commit's time, and more as the log grows), which tells a writer nothing
+ * new when it made the table's last commit itself. Whether it did is a look at one file: the
+ * commit it made is still there and no later one is (a later commit, by any writer, means a
+ * listing). Every `relistEvery` versions the log is listed anyway, which picks up the
+ * checkpoints written outside Spark and keeps the snapshot's list of commits short.
  */
 public final class DeltaCommits {
   /** What delta-spark answers for a stream that never committed to the table. */
   public static final long NO_TXN = -1L;
 
+  private final long relistEvery;
+  private final ConcurrentHashMap<String, Table> tables = new ConcurrentHashMap<>();
+
+  public DeltaCommits(int relistEvery) {
+    this.relistEvery = relistEvery;
+  }
+
   /** A transaction on `table`, started with `session` as the thread's active session. */
   public Transaction start(SparkSession session, String table) {
-    return inSession(session, () -> new Transaction(session, DeltaLog.forTable(session, table).startTransaction()));
+    return inSession(session, () -> {
+      Table known = tables.computeIfAbsent(table, path -> new Table(DeltaLog.forTable(session, path)));
+      Snapshot latest = known.log.unsafeVolatileSnapshot();
+      OptimisticTransaction txn = known.isLatest(latest, relistEvery)
+          ? known.log.startTransaction(Option.empty(), Option.apply(latest))
+          : known.log.startTransaction();
+      return new Transaction(session, known, txn);
+    });
+  }
+
+  /** A table this process commits to: its log, and the version of its own last commit. */
+  static final class Table {
+    final DeltaLog log;
+    final FileSystem files;
+    volatile long committed = -1L;
+
+    Table(DeltaLog log) {
+      this.log = log;
+      try {
+        this.files = log.logPath().getFileSystem(log.newDeltaHadoopConf());
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+
+    /** Whether `snapshot` is the table as this process's last commit left it, and still is. */
+    boolean isLatest(Snapshot snapshot, long relistEvery) {
+      long version = snapshot.version();
+      if (version < 0 || version != committed || (version + 1) % relistEvery == 0) {
+        return false;
+      }
+      try {
+        return files.exists(commitFile(version)) && !files.exists(commitFile(version + 1));
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    Path commitFile(long version) {
+      return new Path(log.logPath(), String.format("%020d.json", version));
+    }
   }
 
   static <T> T inSession(SparkSession session, Supplier<T> work) {
@@ -47,10 +108,12 @@ public final class DeltaCommits {
   /** One table's open transaction: delta-spark takes its settings from the active session at each step. */
   public static final class Transaction {
     private final SparkSession session;
+    private final Table table;
     private final OptimisticTransaction txn;
 
-    Transaction(SparkSession session, OptimisticTransaction txn) {
+    Transaction(SparkSession session, Table table, OptimisticTransaction txn) {
       this.session = session;
+      this.table = table;
       this.txn = txn;
     }
 
@@ -97,7 +160,9 @@ public final class DeltaCommits {
         }
         DeltaOperations.StreamingUpdate operation =
             new DeltaOperations.StreamingUpdate(OutputMode.Append(), queryId, batchId, Option.apply(userMetadata));
-        return txn.commit(scala.collection.JavaConverters.asScalaBuffer(parsed).toList(), operation);
+        long version = txn.commit(scala.collection.JavaConverters.asScalaBuffer(parsed).toList(), operation);
+        table.committed = version;
+        return version;
       });
     }
   }
