@@ -1,4 +1,4 @@
-"""Commits of the files a batch's tasks wrote, through delta-spark's own transactions (py4j).
+"""Commits of the files a batch's tasks wrote, through delta-spark's own transactions.
 
 Appending with `df.write.format("delta")` costs one Spark job, one snapshot and one commit per
 table; a silver group's batch of a hundred tables made a hundred of each, in sequence. On the
@@ -7,7 +7,9 @@ embedded, and each table is committed here by delta-spark's `OptimisticTransacti
 protocol checks, conflict detection, checksum and checkpoint hooks are delta-spark's, and the
 commit carries the batch's `txn`, the operation delta-spark's streaming sink records (STREAMING
 UPDATE) and the batch's user metadata, so any reader sees a plain Delta table and the checkpoint
-tools read it as before (BENCHMARKS.md, "Native commits").
+tools read it as before (BENCHMARKS.md, "Native commits"). The delta-spark calls are made in the
+JVM by a helper compiled against the session's delta-spark (jvm_commits.py), or over py4j where
+it cannot be built (`Py4jCommits`): the same calls, the same results.
 
 The batch's `txn` is read from the snapshot's checksum (the `.crc` delta-spark writes with every
 commit keeps the table's set transactions): `OptimisticTransaction.txnVersion` reconstructs the
