@@ -328,7 +328,7 @@ def _routes(
         evaluated.alias(EVALUATED_COLUMN),
         outcome.items.alias(TALLY_ITEMS_COLUMN),
     )
-    return [first, *rule_selects(scopes, working, "event_type", {}), last]
+    return [first, *rule_selects(scopes, working, "event_type"), last]
 
 
 def _route_columns(

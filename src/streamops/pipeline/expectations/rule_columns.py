@@ -35,7 +35,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streamops.pipeline.delta_connector.flat_columns import flat_column, flat_fields
+from streamops.pipeline.delta_connector.flat_columns import FlatField, flat_column, flat_fields
 from streamops.pipeline.exceptions import PipelineConfigError
 from streamops.pipeline.expectations.rules import Action, Expectation
 from streamops.pipeline.records.column_names import (
@@ -179,22 +179,16 @@ def rule_scopes(
     return [RuleScope(struct, own[t.table], (t,)) for t in tables]
 
 
-def rule_selects(
-    scopes: list[RuleScope], working: tuple[str, ...], event_type: str, computed: dict[str, Column]
-) -> list[tuple[Column, ...]]:
+def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: str) -> list[tuple[Column, ...]]:
     """The selects that evaluate every scope's rules over rows with the `working` columns (which
     include FAILED_COLUMN, `event_type`, the lineage columns and each scope's struct): two per
     scope. The first renames the working columns apart and exposes the table columns the scope's
-    rules may name; the second evaluates the rules and renames back. `computed` columns (over the
-    working ones) are made in the first select and kept; a scope's struct is dropped after its
-    last scope. A select carrying a wide struct runs without whole-stage code generation (Spark
-    stops fusing operators past `spark.sql.codegen.maxFields`), so no struct goes further than
-    the rules that read it."""
+    rules may name; the second evaluates the rules and renames back. A scope's struct is dropped
+    after its last scope, so no struct goes further than the rules that read it."""
     from pyspark.sql import functions as F
 
     taken = {folded(leaf.name) for s in scopes for leaf in flat_fields(s.schema)}
-    names = [*working, *computed]
-    hidden = {name: _free_name(f"{WORKING_PREFIX}{index}", taken) for index, name in enumerate(names)}
+    hidden = {name: _free_name(f"{WORKING_PREFIX}{index}", taken) for index, name in enumerate(working)}
     table_columns = [*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN]
     selects: list[tuple[Column, ...]] = []
     current = list(working)
@@ -211,14 +205,9 @@ def rule_selects(
         return checks[rule]
 
     for index, scope in enumerate(scopes):
-        texts = list({folded(_text(rule)) for rules in scope.tables for rule in rules.applicable})
-        named = [leaf for leaf in flat_fields(scope.schema) if _may_name(leaf.name, texts)]
-        exposed = [flat_column(F.col(scope.struct), leaf) for leaf in named]
+        exposed = [flat_column(F.col(scope.struct), leaf) for leaf in _named(scope.schema, scope.tables)]
         exposed += [F.col(name) for name in table_columns]
-        made = [column.alias(hidden[name]) for name, column in computed.items()] if index == 0 else []
-        selects.append((*[F.col(name).alias(hidden[name]) for name in current], *made, *exposed))
-        if index == 0:
-            current += list(computed)
+        selects.append((*[F.col(name).alias(hidden[name]) for name in current], *exposed))
         later = {s.struct for s in scopes[index + 1 :]}
         current = [name for name in current if name not in {s.struct for s in scopes} - later]
         by_rules: dict[tuple[Expectation, ...], list[str]] = {}
@@ -236,6 +225,30 @@ def rule_selects(
             tuple(failed.alias(name) if name == FAILED_COLUMN else working_column(name).alias(name) for name in current)
         )
     return selects
+
+
+def rule_struct(schema: dict[str, Any], tables: tuple[TableRules, ...]) -> dict[str, Any]:
+    """The struct (Spark JSON type) of the fields of `schema` that the rules of `tables` may
+    name: what a scope of those tables over `schema` exposes."""
+    return _kept(schema, {leaf.path for leaf in _named(schema, tables)})
+
+
+def _named(schema: dict[str, Any], tables: tuple[TableRules, ...]) -> list[FlatField]:
+    texts = list({folded(_text(rule)) for rules in tables for rule in rules.applicable})
+    return [leaf for leaf in flat_fields(schema) if _may_name(leaf.name, texts)]
+
+
+def _kept(struct: dict[str, Any], paths: set[tuple[str, ...]]) -> dict[str, Any]:
+    """`struct` with only the leaves at `paths` and the structs that lead to them."""
+    fields = []
+    for entry in struct["fields"]:
+        if (entry["name"],) in paths:
+            fields.append(entry)
+            continue
+        below = {path[1:] for path in paths if len(path) > 1 and path[0] == entry["name"]}
+        if below and isinstance(entry["type"], dict) and entry["type"].get("type") == "struct":
+            fields.append({**entry, "type": _kept(entry["type"], below)})
+    return {**struct, "fields": fields}
 
 
 def _text(rule: Expectation) -> str:
@@ -336,7 +349,12 @@ def rule_outcome(
     """A row its table evaluated (`evaluated`) goes to `halt_route` if it failed a `fail` rule,
     else to `drop_route` (reason `expectation`, the rules it failed) if it failed a `drop` rule;
     every evaluated row carries its tally items, under `table`. Other rows keep `route`,
-    `reason` and `detail`."""
+    `reason` and `detail`.
+
+    A row without items carries an empty list, never a null: Spark hands rows to the sink's
+    Python workers in Arrow batches whose size it checks after every row, and Arrow's list
+    vector fills the offsets of every null since the last value on each check: a column of
+    mostly nulls costs the square of the batch's rows."""
     from pyspark.sql import functions as F
 
     failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
@@ -347,13 +365,13 @@ def rule_outcome(
         route=F.when(halt, F.lit(halt_route)).when(drop, F.lit(drop_route)).otherwise(route),
         reason=F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(reason),
         detail=F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(detail),
-        items=F.when(evaluated, tally_items(table, failed, halt | drop)),
+        items=F.coalesce(F.when(evaluated, tally_items(table, failed, halt | drop)), F.array().cast("array<string>")),
     )
 
 
 def tally_items(event_type: Column, failed: Column, held: Column) -> Column:
     """A failing row's tally items: each rule it failed, and whether a rule held it out of its
-    table (dropped or halted); null for a passing row, which costs nothing to count: its table's
+    table (dropped or halted); none for a passing row, which costs nothing to count: its table's
     route counts it."""
     from pyspark.sql import functions as F
 

@@ -69,6 +69,14 @@ def jvm_options(extra: str | None = None) -> str:
     )
 
 
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+"""Off: with it on (PySpark 4's default), every Column function call also records its Python
+call site in the JVM for error messages. The pipeline builds its projections from hundreds of
+such calls each time a group's schemas change: silver's routes for 150 tables with 10 rules
+took 6,300 round trips to the JVM and 0.29 s with it, 1,900 and 0.13 s without. The call sites
+would name streamops' own lines, not the user's."""
+
+
 def build_spark(
     master: str | None = None,
     app_name: str = "streamops",
@@ -107,6 +115,7 @@ def build_spark(
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",
+        DATAFRAME_DEBUGGING: "false",
     }
     settings.update(conf or {})
     give_back_freed_memory(settings)

@@ -55,12 +55,10 @@ def typed_payload(
     event_type_column: str,
     schema_hash: Column,
     payload: Column,
-    parsed: Mapping[tuple[str, ...], Column] | None = None,
 ) -> Column:
     """Each row's payload as Spark reads it with its type's applied schema (minus the fields its
-    variation cannot hold), written back as JSON. `parsed`: a layer's (members of `parse_layers`)
-    rows already read into a struct column, for a projection that also reads that struct.
-    `event_type_column` names the column holding each row's event type."""
+    variation cannot hold), written back as JSON. `event_type_column` names the column holding
+    each row's event type."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -77,8 +75,7 @@ def typed_payload(
             expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     for members, union in parse_layers({name: schema.applied for name, schema in schemas.items()}):
         condition = is_in(event_type_column, members)
-        struct = (parsed or {}).get(tuple(members))
-        value = read(union) if struct is None else F.to_json(struct)
+        value = read(union)
         expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     return expression if expression is not None else F.lit(None).cast("string")
 

@@ -51,6 +51,7 @@ from streamops.pipeline.expectations.rule_columns import (
     rule_outcome,
     rule_scopes,
     rule_selects,
+    rule_struct,
 )
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, ExpectationSet
 from streamops.pipeline.pipeline_events import PipelineEvents, SilverBatchResult
@@ -425,10 +426,8 @@ def silver_routes(
         FAILED_COLUMN,
         *parsed,
     )
-    layers = {members: F.col(name) for name, (members, _) in parsed.items()}
-    typed = {TYPED_COLUMN: typed_payload(schemas, "event_type", schema_hash, payload, layers)}
     return SilverRoutes(
-        condition, (first, *rule_selects(scopes, working, "event_type", typed), _routed_by_rules(rules)), rules
+        condition, (first, *rule_selects(scopes, working, "event_type"), _routed_by_rules(schemas, rules)), rules
     )
 
 
@@ -436,7 +435,12 @@ def rule_layers(
     schemas: dict[str, SilverSchema], rules: dict[str, TableRules], event_type: Column, payload: Column
 ) -> tuple[dict[str, tuple[tuple[str, ...], Column]], list[RuleScope]]:
     """The parse layers (payload_parser.parse_layers) holding tables with rules to evaluate, each
-    read into a struct column once (for the rules and for the typed payload), and their scopes."""
+    with the struct of the fields its rules may name read into a column, and their scopes.
+
+    Only those fields: a struct column is written into every row the projection passes on, and
+    a layer's whole union (hundreds of fields, mostly null in any one row) cost more to write
+    and read back than the rules to evaluate; the typed payload reads the payload on its own,
+    as it does without rules."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -447,17 +451,18 @@ def rule_layers(
         if not checked:
             continue
         name = f"_layer_{index}"
-        parsed[name] = (
-            tuple(members),
-            F.when(is_in("event_type", members), F.from_json(payload, StructType.fromJson(union))),
-        )
+        named = rule_struct(union, checked)
+        struct = F.from_json(payload, StructType.fromJson(named)) if named["fields"] else F.lit(None)
+        parsed[name] = (tuple(members), F.when(is_in("event_type", members), struct))
         scopes += rule_scopes(name, union, checked, {t.table: schemas[t.table].applied for t in checked})
     return parsed, scopes
 
 
-def _routed_by_rules(rules: dict[str, TableRules]) -> tuple[Column, ...]:
+def _routed_by_rules(schemas: dict[str, SilverSchema], rules: dict[str, TableRules]) -> tuple[Column, ...]:
     """The last select: each row with the route, quarantine reason and tally items its table's
-    rules give it (rule_columns.rule_outcome)."""
+    rules give it (rule_columns.rule_outcome), and its typed payload, made here rather than
+    before the rules: a `unique` rule shuffles and sorts the rows, which then carry one JSON
+    text, not two."""
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
@@ -470,7 +475,7 @@ def _routed_by_rules(rules: dict[str, TableRules]) -> tuple[Column, ...]:
         F.col(TALLY_COLUMN),
         event_type,
         F.col("payload"),
-        F.col(TYPED_COLUMN),
+        typed_payload(schemas, "event_type", F.col("schema_hash"), F.col("payload")).alias(TYPED_COLUMN),
         F.col(RESCUED_DATA_COLUMN),
         *[F.col(name) for name in LINEAGE_COLUMNS],
         outcome.reason.alias("_q_reason"),
