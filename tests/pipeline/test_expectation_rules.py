@@ -186,3 +186,55 @@ def test_a_bad_rules_file_is_refused_in_one_line_before_spark_starts(
     assert code == 2
     assert err.count("\n") == 1 and err.startswith(f"streamops: error: {says}"), err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["landing", "rules.yaml"][: 2 if text else 1]
+
+
+def _field(name: str, kind) -> dict:
+    return {"name": name, "type": kind, "nullable": True, "metadata": {}}
+
+
+def test_the_struct_parsed_for_rules_holds_only_the_fields_they_may_name():
+    """Silver parses, for its rules, a struct of the fields they name rather than the whole
+    union of a layer's schemas (written into every row of the batch)."""
+    from streamops.pipeline.expectations.rule_columns import TableRules, rule_struct
+
+    session = {"type": "struct", "fields": [_field("id", "string"), _field("seq", "long")]}
+    player = {"type": "struct", "fields": [_field("id", "string"), _field("level", "long")]}
+    context = {"type": "struct", "fields": [_field("session", session), _field("client", "string")]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            _field("event_id", "string"),
+            _field("player", player),
+            _field("context", context),
+            _field("price", "double"),
+            _field("tags", {"type": "array", "elementType": "string", "containsNull": True}),
+        ],
+    }
+    rules = TableRules(
+        "purchase",
+        1,
+        (
+            Expectation("has_player", "warn", expect="player__id IS NOT NULL AND _source_file IS NOT NULL"),
+            Expectation("one_session", "warn", unique=("context__session__seq",)),
+        ),
+    )
+    kept = rule_struct(schema, (rules,))
+    assert kept == {
+        "type": "struct",
+        "fields": [
+            _field("player", {"type": "struct", "fields": [_field("id", "string")]}),
+            _field(
+                "context",
+                {
+                    "type": "struct",
+                    "fields": [_field("session", {"type": "struct", "fields": [_field("seq", "long")]})],
+                },
+            ),
+        ],
+    }
+    assert rule_struct(
+        schema, (TableRules("purchase", 1, (Expectation("any", "warn", expect="size(tags) > 0"),)),)
+    ) == {
+        "type": "struct",
+        "fields": [_field("tags", {"type": "array", "elementType": "string", "containsNull": True})],
+    }
