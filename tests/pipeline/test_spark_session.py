@@ -104,3 +104,42 @@ def test_each_connector_sizes_the_drivers_heap_unless_the_environment_does(monke
     assert session_needs("native")[0]["spark.driver.memory"] == "4g"
     monkeypatch.setenv(DRIVER_MEMORY_ENV, "2g")
     assert {session_needs(name)[0]["spark.driver.memory"] for name in ("embedded", "native")} == {"2g"}
+
+
+CANCELLED_MID_WRITE = """
+import pyarrow as pa
+from streamops.pipeline.run.spark_session import build_spark, stop_spark
+
+def rows(batches):
+    import time
+    from pyspark import TaskContext
+    for _ in batches:
+        pass
+    if TaskContext.get().partitionId() == 0:
+        time.sleep(1)
+        raise ValueError("the task that fails")
+    batch = pa.RecordBatch.from_pydict({"id": list(range(100_000))})
+    while True:
+        yield batch
+
+spark = build_spark(master="local[2]")
+for _ in range(2):
+    try:
+        spark.range(2, numPartitions=2).mapInArrow(rows, "id long").write.format("noop").mode("overwrite").save()
+    except Exception as error:
+        print(type(error).__name__)
+stop_spark(spark)
+"""
+
+
+@pytest.mark.spark
+def test_a_task_cancelled_while_its_python_worker_writes_prints_no_traceback(tmp_path):
+    """One task fails while the other streams rows: Spark cancels the second, its worker's next
+    flush meets a closed socket, and PySpark's own daemon printed that traceback to the
+    terminal under the command's one-line error (it did on every run before)."""
+    script = tmp_path / "cancelled_mid_write.py"
+    script.write_text(CANCELLED_MID_WRITE)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["PythonException", "PythonException"]
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr[-3000:]

@@ -75,6 +75,8 @@ call site in the JVM for error messages. The pipeline builds its projections fro
 such calls each time a group's schemas change: silver's routes for 150 tables with 10 rules
 took 6,300 round trips to the JVM and 0.29 s with it, 1,900 and 0.13 s without. The call sites
 would name streamops' own lines, not the user's."""
+PYTHON_DAEMON = "streamops.pipeline.runtime.python_daemon"
+"""PySpark's daemon without the broken-pipe traceback of a cancelled task (see the module)."""
 
 
 def build_spark(
@@ -116,6 +118,7 @@ def build_spark(
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",
         DATAFRAME_DEBUGGING: "false",
+        "spark.python.daemon.module": PYTHON_DAEMON,
     }
     settings.update(conf or {})
     give_back_freed_memory(settings)
