@@ -33,6 +33,7 @@ RULES = ExpectationSet(
             Expectation("good_sku", "drop", expect="item__sku IS NULL OR item__sku <> 'bad'"),
         ),
         "refund": (Expectation("small_refund", "fail", expect="amount < 1000"),),
+        "visit": (Expectation("one_page", "warn", unique=("page",)),),
     },
 )
 
@@ -61,6 +62,7 @@ EXPECTED_FAILED = {
     ("purchase", "one_order"): 2,
     ("purchase", "good_sku"): 1,
     ("visit", "has_user"): 1,
+    ("visit", "one_page"): 1,
 }
 ROWS_SEEN = {"purchase": 7, "visit": 3}
 
@@ -219,3 +221,96 @@ def test_a_batch_replayed_after_a_crash_before_its_counts_writes_them_once_with_
     assert [c.failed for c in result.expectations if c.expectation == "price_nonneg"] == [2]
     SilverGroupWriter(lake, connector, "replayed", settings, Unmonitored()).write(bronze, schemas, commit)
     assert len([r for r in counts(lake) if r["stream"] == "silver_replayed"]) == len(replayed), "counted once"
+
+
+@pytest.mark.parametrize("connector_name", ["native"])
+def test_a_unique_warn_rule_counts_a_key_once_across_the_tasks_of_a_batch(spark, tmp_path, connector_name):
+    """A `warn` unique rule of a table without drop rules is counted from the keys the sink's
+    tasks tally, not by a window over the batch: rows of one key that different tasks wrote are
+    still failures beyond the key's first, and a row whose key is null passes. On native, as
+    delta-spark's source reads small files in a task each; the embedded source packs 64 MB into
+    one, and the sink and the driver's sum are the same on both."""
+    from deltalake import DeltaTable
+
+    pages = [["home", "cart"], ["home", None], ["home", "cart", "pay"]]
+    for n, landed in enumerate(pages):
+        visits = [event("visit", 10 * n + i, **({"page": page} if page else {})) for i, page in enumerate(landed)]
+        write_events(tmp_path / "landing", f"{n}.ndjson", visits)
+    lake = LakeLayout.at(tmp_path / "lake")
+    rules = ExpectationSet(
+        tables={
+            "visit": (
+                Expectation("one_page", "warn", unique=("page",)),
+                Expectation("has_page", "warn", expect="page IS NOT NULL"),
+            )
+        }
+    )
+    events = SilverResults()
+    connector = connector_for(connector_name, spark)
+    for stages in ("bronze", "silver"):  # bronze's three batches become one silver batch
+        settings = PipelineSettings(
+            lake=lake,
+            input=LandingInput(tmp_path / "landing", max_files_per_trigger=1),
+            trigger_seconds=1.0,
+            silver=SilverSettings(types_per_group=1, expectations=rules),
+            stages=stages,
+        )
+        report = Supervisor(spark, settings, connector, events, log=lambda _: None).run_until_idle()
+        assert not report.failed, report.failures
+
+    assert [result.rows_by_type for result in events.silver] == [{"visit": 7}]
+    tasks = len(DeltaTable(str(lake.silver("visit"))).file_uris())
+    assert tasks >= 2, "`home` is in every bronze file, so its rows were written by different tasks"
+    found = {(r["expectation"], r["passed"], r["failed"]) for r in counts(lake)}
+    assert found == {("one_page", 4, 3), ("has_page", 6, 1)}
+
+
+def test_a_keyed_unique_rule_writes_each_rows_key_and_puts_no_window_in_the_plan(spark):
+    """Keyed (the projection carries KEYS_COLUMN, no drop rule beside it): the row's key, no
+    window. Beside a drop rule, or without KEYS_COLUMN (CDC's projection), the window stays."""
+    from pyspark.sql import functions as F
+
+    from streamops.pipeline.expectations.rule_columns import (
+        FAILED_COLUMN,
+        KEYS_COLUMN,
+        TABLE_LINEAGE_TYPES,
+        RuleScope,
+        TableRules,
+        rule_selects,
+    )
+    from streamops.pipeline.records.column_names import RESCUED_DATA_COLUMN
+
+    no_items = F.lit(None).cast("array<string>")
+    rows = spark.createDataFrame([("home",), ("home",), (None,)], "page string").select(
+        F.lit("visit").alias("event_type"),
+        F.lit("{}").alias("payload"),
+        *[F.lit(None).cast(kind).alias(name) for name, kind in TABLE_LINEAGE_TYPES.items()],
+        F.lit(None).cast("string").alias(RESCUED_DATA_COLUMN),
+        no_items.alias(FAILED_COLUMN),
+        no_items.alias(KEYS_COLUMN),
+        F.struct("page").alias("layer"),
+    )
+    schema = {"type": "struct", "fields": [{"name": "page", "type": "string", "nullable": True, "metadata": {}}]}
+    one_page = Expectation("one_page", "warn", unique=("page",))
+
+    def evaluated(rules: tuple[Expectation, ...], working: tuple[str, ...]):
+        scope = RuleScope("layer", schema, (TableRules("visit", 1, rules),))
+        out = rows.select(*working)
+        for columns in rule_selects([scope], working, "event_type"):
+            out = out.select(*columns)
+        return out
+
+    def has_window(frame) -> bool:
+        return "Window" in frame._jdf.queryExecution().executedPlan().toString()
+
+    keyed = evaluated((one_page,), tuple(rows.columns))
+    assert not has_window(keyed)
+    assert [(r[FAILED_COLUMN], r[KEYS_COLUMN]) for r in keyed.collect()] == [
+        ([], ['warn\x00one_page\x00{"page":"home"}']),
+        ([], ['warn\x00one_page\x00{"page":"home"}']),
+        ([], []),
+    ]
+    beside_drop = evaluated((one_page, Expectation("no_x", "drop", expect="page <> 'x'")), tuple(rows.columns))
+    assert has_window(beside_drop)
+    assert sorted(r[FAILED_COLUMN] for r in beside_drop.collect()) == [[], ["drop\x00no_x"], ["warn\x00one_page"]]
+    assert has_window(evaluated((one_page,), tuple(c for c in rows.columns if c != KEYS_COLUMN)))

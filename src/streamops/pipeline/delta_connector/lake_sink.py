@@ -232,9 +232,10 @@ def _tally_items(tallies: dict[str, dict[str, int]], route: str, rows: pa.Table)
     if len(items) == 0:
         return
     counts = tallies.setdefault(route, {})
-    for item in pc.value_counts(items).to_pylist():
-        if item["values"] is not None:
-            counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+    found = pc.value_counts(items)
+    for value, rows in zip(found.field("values").to_pylist(), found.field("counts").to_pylist()):
+        if value is not None:
+            counts[value] = counts.get(value, 0) + rows
 
 
 def project_columns(rows: pa.Table, columns: dict[str, str], plan: WritePlan) -> pa.Table:

@@ -27,6 +27,13 @@ the rows a drop or fail rule held out of it (a tally item), and each row once pe
 fails). `unique` rules: among a table's evaluated rows of one batch, ordered by bronze batch,
 landing file, ingest time, event time and payload, a row fails when an earlier row has the same
 key values; a row with a null in any key column passes (null equals nothing, as in SQL).
+
+Where the projection carries KEYS_COLUMN (silver's), a `warn` unique rule of a table without
+`drop` rules is not evaluated per row: it changes no row's fate and no row's quarantine detail,
+so each evaluated row carries its key as a tally item instead, the sink's tasks count rows per
+key and the driver adds up, over every task, the rows beyond each key's first. Its failures are
+the same count, without the shuffle and sort of the batch's rows a window needs (on two busy
+cores, that was most of what ten rules cost the batch's freshness: BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -52,11 +59,15 @@ FAILED_COLUMN = "_expect_failed"
 """array<string>: the rules a row failed, each as `action\\x00name`, so what a row's failures make
 it do is read from them alone, at a cost only a failing row pays (null until its table's scope
 evaluated it)."""
+KEYS_COLUMN = "_expect_keys"
+"""array<string>: of a row, each keyed `unique` rule's `action\\x00name\\x00key` (the key's
+values as JSON; none when one is null)."""
 WORKING_PREFIX = "_streamops_working_"
 """The working columns' names while a scope exposes a table's columns by theirs."""
 ITEM_SEPARATOR = "\x00"
 HELD_ITEM = "expect_held"
 FAILED_ITEM = "expect_failed"
+KEY_ITEM = "expect_key"
 NOT_APPLICABLE_CONDITIONS = ("UNRESOLVED_COLUMN", "FIELD_NOT_FOUND", "UNRESOLVED_FIELD")
 """Spark's error conditions for a name the table's columns do not resolve (schema drift)."""
 UNIQUE_ORDER = ("_bronze_batch_id", "_source_file", "_ingest_time", "_event_time", "payload")
@@ -86,6 +97,13 @@ class TableRules:
 
     def action_of(self, name: str) -> Action:
         return next(rule.action for rule in self.applicable + self.not_applicable if rule.name == name)
+
+
+def counted_by_key(rule: Expectation, applicable: tuple[Expectation, ...]) -> bool:
+    """Whether `rule`, one of a table's `applicable` rules, is counted from its keys' tallies
+    where the projection allows it (module docstring): a `warn` unique rule, beside no `drop`
+    rule whose rows' quarantine detail would name it."""
+    return bool(rule.unique) and rule.action == "warn" and not any(other.action == "drop" for other in applicable)
 
 
 class RuleResolver:
@@ -184,7 +202,8 @@ def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: 
     include FAILED_COLUMN, `event_type`, the lineage columns and each scope's struct): two per
     scope. The first renames the working columns apart and exposes the table columns the scope's
     rules may name; the second evaluates the rules and renames back. A scope's struct is dropped
-    after its last scope, so no struct goes further than the rules that read it."""
+    after its last scope, so no struct goes further than the rules that read it. When `working`
+    includes KEYS_COLUMN, rules `counted_by_key` write their keys there and are not evaluated."""
     from pyspark.sql import functions as F
 
     taken = {folded(leaf.name) for s in scopes for leaf in flat_fields(s.schema)}
@@ -192,6 +211,7 @@ def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: 
     table_columns = [*LINEAGE_COLUMNS, RESCUED_DATA_COLUMN]
     selects: list[tuple[Column, ...]] = []
     current = list(working)
+    keyed_here = KEYS_COLUMN in working
     checks: dict[Expectation, Column] = {}
     """Each rule's check, built once: it resolves against whichever scope's select it sits on."""
 
@@ -213,17 +233,19 @@ def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: 
         by_rules: dict[tuple[Expectation, ...], list[str]] = {}
         for rules in scope.tables:
             by_rules.setdefault(rules.applicable, []).append(rules.table)
-        failed = working_column(FAILED_COLUMN)
+        made = {name: working_column(name) for name in current}
         if by_rules:
-            cases = None
+            failed_cases, key_cases = None, None
             for applicable, tables in by_rules.items():
                 condition = is_in(f"`{hidden[event_type]}`", tables)
-                value = _failures([check(rule) for rule in applicable])
-                cases = F.when(condition, value) if cases is None else cases.when(condition, value)
-            failed = cases.otherwise(failed)
-        selects.append(
-            tuple(failed.alias(name) if name == FAILED_COLUMN else working_column(name).alias(name) for name in current)
-        )
+                keyed = [rule for rule in applicable if keyed_here and counted_by_key(rule, applicable)]
+                value = _failures([check(rule) for rule in applicable if rule not in keyed])
+                failed_cases = _case(failed_cases, condition, value)
+                key_cases = _case(key_cases, condition, _failures([_key(rule) for rule in keyed]))
+            made[FAILED_COLUMN] = failed_cases.otherwise(made[FAILED_COLUMN])
+            if keyed_here:
+                made[KEYS_COLUMN] = key_cases.otherwise(made[KEYS_COLUMN])
+        selects.append(tuple(made[name].alias(name) for name in current))
     return selects
 
 
@@ -282,6 +304,19 @@ def _check(rule: Expectation, partition: list[Column], order: list[Column]) -> C
     return F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))
 
 
+def _key(rule: Expectation) -> Column:
+    """`action\\x00name\\x00key` of a keyed `unique` rule, null when a key column is null. JSON
+    escapes control characters, so the key holds no separator."""
+    from pyspark.sql import functions as F
+
+    keys = [F.col(name) for name in rule.unique]
+    no_null_key = F.lit(True)
+    for key in keys:
+        no_null_key = no_null_key & key.isNotNull()
+    named = F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}{ITEM_SEPARATOR}")
+    return F.when(no_null_key, F.concat(named, F.to_json(F.struct(*keys))))
+
+
 def column_rule_selects(
     rules: tuple[Expectation, ...], working: tuple[str, ...], exposed: dict[str, Column], order: tuple[str, ...]
 ) -> list[tuple[Column, ...]]:
@@ -298,6 +333,12 @@ def column_rule_selects(
     failed = _failures([_check(rule, [], ordered) for rule in rules])
     back = (*[F.col(hidden[name]).alias(name) for name in working], failed.alias(FAILED_COLUMN))
     return [scope, back]
+
+
+def _case(cases: Column | None, condition: Column, value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(condition, value) if cases is None else cases.when(condition, value)
 
 
 def _failures(checks: list[Column]) -> Column:
@@ -344,12 +385,19 @@ class RuleOutcome:
 
 
 def rule_outcome(
-    evaluated: Column, table: Column, route: Column, reason: Column, detail: Column, halt_route: str, drop_route: str
+    evaluated: Column,
+    table: Column,
+    route: Column,
+    reason: Column,
+    detail: Column,
+    halt_route: str,
+    drop_route: str,
+    keys: Column | None = None,
 ) -> RuleOutcome:
     """A row its table evaluated (`evaluated`) goes to `halt_route` if it failed a `fail` rule,
     else to `drop_route` (reason `expectation`, the rules it failed) if it failed a `drop` rule;
-    every evaluated row carries its tally items, under `table`. Other rows keep `route`,
-    `reason` and `detail`.
+    every evaluated row carries its tally items, under `table`, and its `keys` (KEYS_COLUMN) as
+    items too. Other rows keep `route`, `reason` and `detail`.
 
     A row without items carries an empty list, never a null: Spark hands rows to the sink's
     Python workers in Arrow batches whose size it checks after every row, and Arrow's list
@@ -357,15 +405,23 @@ def rule_outcome(
     mostly nulls costs the square of the batch's rows."""
     from pyspark.sql import functions as F
 
-    failed = F.coalesce(F.col(FAILED_COLUMN), F.array().cast("array<string>"))
+    none = F.array().cast("array<string>")
+    failed = F.coalesce(F.col(FAILED_COLUMN), none)
     halt = evaluated & fails_action(failed, "fail")
     drop = evaluated & fails_action(failed, "drop")
     dropped = ~halt & drop
+    items = tally_items(table, failed, halt | drop)
+    if keys is not None:
+        separator = F.lit(ITEM_SEPARATOR)
+        keyed = F.transform(
+            F.coalesce(keys, none), lambda key: F.concat(F.lit(KEY_ITEM), separator, table, separator, key)
+        )
+        items = F.concat(F.coalesce(items, none), keyed)
     return RuleOutcome(
         route=F.when(halt, F.lit(halt_route)).when(drop, F.lit(drop_route)).otherwise(route),
         reason=F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(reason),
         detail=F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(detail),
-        items=F.coalesce(F.when(evaluated, tally_items(table, failed, halt | drop)), F.array().cast("array<string>")),
+        items=F.coalesce(F.when(evaluated, items), none),
     )
 
 
@@ -392,21 +448,31 @@ def counted(
     tallies: dict[str, dict[str, int]], item_tallies: dict[str, dict[str, int]], tables: set[str]
 ) -> dict[str, TableCounts]:
     """Of each of `tables`: rows evaluated (those its route got, and those a rule held out of it)
-    and rows failed per rule, over every route of the batch."""
+    and rows failed per rule, over every route of the batch: a keyed rule's are the rows beyond
+    the first of each key, whichever tasks and routes they went through."""
     evaluated = {table: sum(tallies.get(table, {}).values()) for table in tables}
     failed: dict[str, dict[str, int]] = {}
+    keyed: dict[tuple[str, str], dict[str, int]] = {}
     for items in item_tallies.values():
         for item, rows in items.items():
-            parts = item.split(ITEM_SEPARATOR)
+            parts = item.split(ITEM_SEPARATOR, 4)
             if parts[0] == HELD_ITEM and len(parts) == 2 and parts[1] in evaluated:
                 evaluated[parts[1]] += rows
             elif parts[0] == FAILED_ITEM and len(parts) == 4:
                 by_rule = failed.setdefault(parts[1], {})
                 by_rule[parts[3]] = by_rule.get(parts[3], 0) + rows
+            elif parts[0] == KEY_ITEM and len(parts) == 5:
+                by_key = keyed.setdefault((parts[1], parts[3]), {})
+                by_key[parts[4]] = by_key.get(parts[4], 0) + rows
+    for (table, rule), by_key in keyed.items():
+        beyond_first = sum(by_key.values()) - len(by_key)
+        if beyond_first:
+            by_rule = failed.setdefault(table, {})
+            by_rule[rule] = by_rule.get(rule, 0) + beyond_first
     return {table: TableCounts(evaluated[table], failed.get(table, {})) for table in tables}
 
 
 def held_rows(items: dict[str, int]) -> int:
     """Of one route's item tallies: the rows rules held out of their tables (on the quarantine
     route, the rows drop rules sent there)."""
-    return sum(rows for item, rows in items.items() if item.split(ITEM_SEPARATOR)[0] == HELD_ITEM)
+    return sum(rows for item, rows in items.items() if item.partition(ITEM_SEPARATOR)[0] == HELD_ITEM)

@@ -43,10 +43,12 @@ from streamops.pipeline.expectations.counts_table import (
 from streamops.pipeline.expectations.rule_columns import (
     EXPECTATION_REASON,
     FAILED_COLUMN,
+    KEYS_COLUMN,
     RuleResolver,
     RuleScope,
     TableRules,
     counted,
+    counted_by_key,
     held_rows,
     rule_outcome,
     rule_scopes,
@@ -350,8 +352,13 @@ class SilverRoutes:
 
     @property
     def shuffles(self) -> bool:
-        """Whether a `unique` rule is evaluated (a window over the batch's rows by key)."""
-        return any(rule.unique for rules in self.rules.values() for rule in rules.applicable)
+        """Whether a `unique` rule is evaluated per row (a window over the batch's rows by key),
+        not counted by key (rule_columns.counted_by_key)."""
+        return any(
+            rule.unique and not counted_by_key(rule, rules.applicable)
+            for rules in self.rules.values()
+            for rule in rules.applicable
+        )
 
     def of(self, bronze: DataFrame) -> DataFrame:
         rows = bronze.where(self.condition)
@@ -411,6 +418,7 @@ def silver_routes(
         reason.alias("_q_reason"),
         unfit.alias("_q_detail"),
         F.lit(None).cast("array<string>").alias(FAILED_COLUMN),
+        F.lit(None).cast("array<string>").alias(KEYS_COLUMN),
         *[struct.alias(name) for name, (_, struct) in parsed.items()],
     )
     working = (
@@ -424,6 +432,7 @@ def silver_routes(
         "_q_reason",
         "_q_detail",
         FAILED_COLUMN,
+        KEYS_COLUMN,
         *parsed,
     )
     return SilverRoutes(
@@ -461,14 +470,21 @@ def rule_layers(
 def _routed_by_rules(schemas: dict[str, SilverSchema], rules: dict[str, TableRules]) -> tuple[Column, ...]:
     """The last select: each row with the route, quarantine reason and tally items its table's
     rules give it (rule_columns.rule_outcome), and its typed payload, made here rather than
-    before the rules: a `unique` rule shuffles and sorts the rows, which then carry one JSON
-    text, not two."""
+    before the rules: a `unique` rule evaluated per row shuffles and sorts the rows, which then
+    carry one JSON text, not two."""
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
     evaluated = (route == event_type) & is_in("event_type", rules)
     outcome = rule_outcome(
-        evaluated, event_type, route, F.col("_q_reason"), F.col("_q_detail"), HALT_ROUTE, QUARANTINE_ROUTE
+        evaluated,
+        event_type,
+        route,
+        F.col("_q_reason"),
+        F.col("_q_detail"),
+        HALT_ROUTE,
+        QUARANTINE_ROUTE,
+        F.col(KEYS_COLUMN),
     )
     return (
         outcome.route.alias(ROUTE_COLUMN),
