@@ -60,8 +60,8 @@ FAILED_COLUMN = "_expect_failed"
 it do is read from them alone, at a cost only a failing row pays (null until its table's scope
 evaluated it)."""
 KEYS_COLUMN = "_expect_keys"
-"""array<string>: of a row, each keyed `unique` rule's `action\\x00name\\x00key` (the key's
-values as JSON; none when one is null)."""
+"""array<string>: of a row, the tally item of its key for each keyed `unique` rule (KEY_ITEM,
+the table, the rule's action and name, the key's values as JSON; none when one is null)."""
 WORKING_PREFIX = "_streamops_working_"
 """The working columns' names while a scope exposes a table's columns by theirs."""
 ITEM_SEPARATOR = "\x00"
@@ -241,7 +241,8 @@ def rule_selects(scopes: list[RuleScope], working: tuple[str, ...], event_type: 
                 keyed = [rule for rule in applicable if keyed_here and counted_by_key(rule, applicable)]
                 value = _failures([check(rule) for rule in applicable if rule not in keyed])
                 failed_cases = _case(failed_cases, condition, value)
-                key_cases = _case(key_cases, condition, _failures([_key(rule) for rule in keyed]))
+                keys = [_key(rule, working_column(event_type)) for rule in keyed]
+                key_cases = _case(key_cases, condition, _failures(keys))
             made[FAILED_COLUMN] = failed_cases.otherwise(made[FAILED_COLUMN])
             if keyed_here:
                 made[KEYS_COLUMN] = key_cases.otherwise(made[KEYS_COLUMN])
@@ -287,7 +288,7 @@ def _may_name(column: str, texts: list[str]) -> bool:
 
 
 def _check(rule: Expectation, partition: list[Column], order: list[Column]) -> Column:
-    """`action\x00name` of `rule` where the row fails it, else null. A `unique` rule's rows are
+    """[`action\x00name`] of `rule` where the row fails it, else []. A `unique` rule's rows are
     those of one `partition` (a table's), first in `order`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -301,11 +302,12 @@ def _check(rule: Expectation, partition: list[Column], order: list[Column]) -> C
         for key in keys:
             no_null_key = no_null_key & key.isNotNull()
         fails = no_null_key & (F.row_number().over(window) > F.lit(1))
-    return F.when(fails, F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))
+    return F.when(fails, F.array(F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))).otherwise(_no_items())
 
 
-def _key(rule: Expectation) -> Column:
-    """`action\\x00name\\x00key` of a keyed `unique` rule, null when a key column is null. JSON
+def _key(rule: Expectation, table: Column) -> Column:
+    """[the tally item of the row's key] for a keyed `unique` rule of the row's `table`
+    (`expect_key\\x00table\\x00action\\x00name\\x00key`), [] when a key column is null. JSON
     escapes control characters, so the key holds no separator."""
     from pyspark.sql import functions as F
 
@@ -313,8 +315,10 @@ def _key(rule: Expectation) -> Column:
     no_null_key = F.lit(True)
     for key in keys:
         no_null_key = no_null_key & key.isNotNull()
-    named = F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}{ITEM_SEPARATOR}")
-    return F.when(no_null_key, F.concat(named, F.to_json(F.struct(*keys))))
+    separator = F.lit(ITEM_SEPARATOR)
+    named = F.lit(f"{ITEM_SEPARATOR}{rule.action}{ITEM_SEPARATOR}{rule.name}{ITEM_SEPARATOR}")
+    item = F.concat(F.lit(KEY_ITEM), separator, table, named, F.to_json(F.struct(*keys)))
+    return F.when(no_null_key, F.array(item)).otherwise(_no_items())
 
 
 def column_rule_selects(
@@ -342,10 +346,21 @@ def _case(cases: Column | None, condition: Column, value: Column) -> Column:
 
 
 def _failures(checks: list[Column]) -> Column:
-    """The rules a row fails of a table whose rules' checks are `checks`."""
+    """The rules a row fails of a table whose rules' checks are `checks` (each a list of one
+    item or none), joined with `concat`: Spark generates code for it, where `array_compact` is a
+    higher-order function that Spark evaluates row by row without generated code (profiled under
+    the sustained load, a tenth of the JVM's time)."""
     from pyspark.sql import functions as F
 
-    return F.array_compact(F.array(*checks)) if checks else F.array().cast("array<string>")
+    if not checks:
+        return _no_items()
+    return checks[0] if len(checks) == 1 else F.concat(*checks)
+
+
+def _no_items() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.array().cast("array<string>")
 
 
 def _free_name(base: str, taken: set[str]) -> str:
@@ -396,8 +411,8 @@ def rule_outcome(
 ) -> RuleOutcome:
     """A row its table evaluated (`evaluated`) goes to `halt_route` if it failed a `fail` rule,
     else to `drop_route` (reason `expectation`, the rules it failed) if it failed a `drop` rule;
-    every evaluated row carries its tally items, under `table`, and its `keys` (KEYS_COLUMN) as
-    items too. Other rows keep `route`, `reason` and `detail`.
+    every evaluated row carries its tally items, under `table`, and its `keys` (KEYS_COLUMN, items
+    already). Other rows keep `route`, `reason` and `detail`.
 
     A row without items carries an empty list, never a null: Spark hands rows to the sink's
     Python workers in Arrow batches whose size it checks after every row, and Arrow's list
@@ -405,18 +420,14 @@ def rule_outcome(
     mostly nulls costs the square of the batch's rows."""
     from pyspark.sql import functions as F
 
-    none = F.array().cast("array<string>")
+    none = _no_items()
     failed = F.coalesce(F.col(FAILED_COLUMN), none)
     halt = evaluated & fails_action(failed, "fail")
     drop = evaluated & fails_action(failed, "drop")
     dropped = ~halt & drop
     items = tally_items(table, failed, halt | drop)
     if keys is not None:
-        separator = F.lit(ITEM_SEPARATOR)
-        keyed = F.transform(
-            F.coalesce(keys, none), lambda key: F.concat(F.lit(KEY_ITEM), separator, table, separator, key)
-        )
-        items = F.concat(F.coalesce(items, none), keyed)
+        items = F.concat(F.coalesce(items, none), F.coalesce(keys, none))
     return RuleOutcome(
         route=F.when(halt, F.lit(halt_route)).when(drop, F.lit(drop_route)).otherwise(route),
         reason=F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(reason),
