@@ -33,7 +33,7 @@ Where the projection carries KEYS_COLUMN (silver's), a `warn` unique rule of a t
 so each evaluated row carries its key as a tally item instead, the sink's tasks count rows per
 key and the driver adds up, over every task, the rows beyond each key's first. Its failures are
 the same count, without the shuffle and sort of the batch's rows a window needs (on two busy
-cores, that was most of what ten rules cost the batch's freshness: BENCHMARKS.md).
+cores, 4.7 s of the p95 freshness of ten rules, measured in one session: BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -298,10 +298,7 @@ def _check(rule: Expectation, partition: list[Column], order: list[Column]) -> C
     else:
         keys = [F.col(name) for name in rule.unique]
         window = Window.partitionBy(*partition, *keys).orderBy(*order)
-        no_null_key = F.lit(True)
-        for key in keys:
-            no_null_key = no_null_key & key.isNotNull()
-        fails = no_null_key & (F.row_number().over(window) > F.lit(1))
+        fails = _no_null(keys) & (F.row_number().over(window) > F.lit(1))
     return F.when(fails, F.array(F.lit(f"{rule.action}{ITEM_SEPARATOR}{rule.name}"))).otherwise(_no_items())
 
 
@@ -312,13 +309,17 @@ def _key(rule: Expectation, table: Column) -> Column:
     from pyspark.sql import functions as F
 
     keys = [F.col(name) for name in rule.unique]
-    no_null_key = F.lit(True)
-    for key in keys:
-        no_null_key = no_null_key & key.isNotNull()
     separator = F.lit(ITEM_SEPARATOR)
     named = F.lit(f"{ITEM_SEPARATOR}{rule.action}{ITEM_SEPARATOR}{rule.name}{ITEM_SEPARATOR}")
     item = F.concat(F.lit(KEY_ITEM), separator, table, named, F.to_json(F.struct(*keys)))
-    return F.when(no_null_key, F.array(item)).otherwise(_no_items())
+    return F.when(_no_null(keys), F.array(item)).otherwise(_no_items())
+
+
+def _no_null(keys: list[Column]) -> Column:
+    """Whether no key column is null: a key with a null equals nothing, as in SQL."""
+    from functools import reduce
+
+    return reduce(lambda both, key: both & key.isNotNull(), keys[1:], keys[0].isNotNull())
 
 
 def column_rule_selects(
