@@ -449,7 +449,8 @@ def rule_layers(
     Only those fields: a struct column is written into every row the projection passes on, and
     a layer's whole union (hundreds of fields, mostly null in any one row) cost more to write
     and read back than the rules to evaluate; the typed payload reads the payload on its own,
-    as it does without rules."""
+    as it does without rules. One parse of the whole union serving both was measured: under the
+    sustained load it cost the JVM more than the parse it saved (BENCHMARKS.md)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
