@@ -238,3 +238,35 @@ def test_the_struct_parsed_for_rules_holds_only_the_fields_they_may_name():
         "type": "struct",
         "fields": [_field("tags", {"type": "array", "elementType": "string", "containsNull": True})],
     }
+
+
+def test_a_rows_outcome_uses_no_higher_order_function_and_counts_each_rule_it_failed(spark):
+    """A row's route, detail and tally items come from its failed rules through string functions,
+    which Spark generates code for (one higher-order function would leave the whole select out of
+    the stage's generated code); `counted` reads each rule back from the row's one item."""
+    from pyspark.sql import functions as F
+
+    from streamops.pipeline.expectations.rule_columns import FAILED_COLUMN, TableCounts, counted, rule_outcome
+
+    rows = spark.createDataFrame(
+        [("t", ["warn\x00a"]), ("t", ["drop\x00b", "warn\x00a"]), ("t", ["fail\x00c"]), ("t", [])],
+        f"table string, {FAILED_COLUMN} array<string>",
+    )
+    nothing = F.lit(None).cast("string")
+    outcome = rule_outcome(F.lit(True), F.col("table"), F.lit("t"), nothing, nothing, "halt", "quarantine")
+    out = rows.select(outcome.route.alias("route"), outcome.detail.alias("detail"), outcome.items.alias("items"))
+
+    assert "lambdafunction" not in out._jdf.queryExecution().optimizedPlan().toString()
+    found = out.collect()
+    assert [(r["route"], r["detail"]) for r in found] == [
+        ("t", None),
+        ("quarantine", "b, a"),
+        ("halt", None),
+        ("t", None),
+    ]
+    items: dict[str, int] = {}
+    for row in found:
+        for item in row["items"]:
+            items[item] = items.get(item, 0) + 1
+    routed = {"t": {"": 2}}
+    assert counted(routed, {"t": items}, {"t"}) == {"t": TableCounts(4, {"a": 2, "b": 1, "c": 1})}

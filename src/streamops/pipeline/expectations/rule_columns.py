@@ -23,10 +23,11 @@ Rows evaluated: the rows of a table's event type that reached their table's rout
 (all of them under on_incompatible=rescue; under quarantine or fail_group, not those a schema
 change held back). They are counted in the write's own tallies: the rows its route got, plus
 the rows a drop or fail rule held out of it (a tally item), and each row once per rule it failed
-(a tally item per rule; a passing row carries none), so per rule passed = evaluated - failed. A row passes a rule when the expression is true (false or null
-fails). `unique` rules: among a table's evaluated rows of one batch, ordered by bronze batch,
-landing file, ingest time, event time and payload, a row fails when an earlier row has the same
-key values; a row with a null in any key column passes (null equals nothing, as in SQL).
+(one tally item naming every rule it failed; a passing row carries none), so per rule passed =
+evaluated - failed. A row passes a rule when the expression is true (false or null fails).
+`unique` rules: among a table's evaluated rows of one batch, ordered by bronze batch, landing
+file, ingest time, event time and payload, a row fails when an earlier row has the same key
+values; a row with a null in any key column passes (null equals nothing, as in SQL).
 
 Where the projection carries KEYS_COLUMN (silver's), a `warn` unique rule of a table without
 `drop` rules is not evaluated per row: it changes no row's fate and no row's quarantine detail,
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from streamops.pipeline.delta_connector.flat_columns import FlatField, flat_column, flat_fields
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -65,6 +66,9 @@ the table, the rule's action and name, the key's values as JSON; none when one i
 WORKING_PREFIX = "_streamops_working_"
 """The working columns' names while a scope exposes a table's columns by theirs."""
 ITEM_SEPARATOR = "\x00"
+RULES_SEPARATOR = "\x01"
+"""Between a row's failed rules (`action\x00name` each) in its one FAILED_ITEM: neither an action
+nor a rule name (RULE_NAME_PATTERN) holds it."""
 HELD_ITEM = "expect_held"
 FAILED_ITEM = "expect_failed"
 KEY_ITEM = "expect_key"
@@ -372,17 +376,21 @@ def _free_name(base: str, taken: set[str]) -> str:
 
 
 def failed_names(failed: Column) -> Column:
-    """The names of the rules in a FAILED_COLUMN value."""
+    """The names of the rules in a FAILED_COLUMN value, joined with `, ` (no rule name holds the
+    separator, so each `action\x00` is an entry's prefix)."""
     from pyspark.sql import functions as F
 
-    return F.transform(failed, lambda rule: F.substring_index(rule, ITEM_SEPARATOR, -1))
+    actions = "|".join(get_args(Action))
+    return F.regexp_replace(F.array_join(failed, ", "), f"({actions}){ITEM_SEPARATOR}", "")
 
 
 def fails_action(failed: Column, action: Action) -> Column:
     """Whether a FAILED_COLUMN value holds a rule whose action is `action`."""
     from pyspark.sql import functions as F
 
-    return F.exists(failed, lambda rule: rule.startswith(f"{action}{ITEM_SEPARATOR}"))
+    return F.concat(F.lit(RULES_SEPARATOR), F.array_join(failed, RULES_SEPARATOR)).contains(
+        f"{RULES_SEPARATOR}{action}{ITEM_SEPARATOR}"
+    )
 
 
 EXPECTATION_REASON = "expectation"
@@ -432,19 +440,23 @@ def rule_outcome(
     return RuleOutcome(
         route=F.when(halt, F.lit(halt_route)).when(drop, F.lit(drop_route)).otherwise(route),
         reason=F.when(dropped, F.lit(EXPECTATION_REASON)).otherwise(reason),
-        detail=F.when(dropped, F.array_join(failed_names(failed), ", ")).otherwise(detail),
+        detail=F.when(dropped, failed_names(failed)).otherwise(detail),
         items=F.coalesce(F.when(evaluated, items), none),
     )
 
 
 def tally_items(event_type: Column, failed: Column, held: Column) -> Column:
-    """A failing row's tally items: each rule it failed, and whether a rule held it out of its
-    table (dropped or halted); none for a passing row, which costs nothing to count: its table's
-    route counts it."""
+    """A failing row's tally items: the rules it failed, as one item, and whether a rule held it
+    out of its table (dropped or halted); none for a passing row, which costs nothing to count:
+    its table's route counts it. One item for all of them, not one per rule: an item per rule
+    needs `transform`, which Spark does not generate code for, and one such expression leaves
+    the whole select out of the stage's generated code (one more copy of every row)."""
     from pyspark.sql import functions as F
 
     separator = F.lit(ITEM_SEPARATOR)
-    failures = F.transform(failed, lambda rule: F.concat(F.lit(FAILED_ITEM), separator, event_type, separator, rule))
+    failures = F.array(
+        F.concat(F.lit(FAILED_ITEM), separator, event_type, separator, F.array_join(failed, RULES_SEPARATOR))
+    )
     held_item = F.array(F.concat(F.lit(HELD_ITEM), separator, event_type))
     return F.when(F.size(failed) > 0, F.when(held, F.concat(held_item, failures)).otherwise(failures))
 
@@ -470,9 +482,11 @@ def counted(
             parts = item.split(ITEM_SEPARATOR, 4)
             if parts[0] == HELD_ITEM and len(parts) == 2 and parts[1] in evaluated:
                 evaluated[parts[1]] += rows
-            elif parts[0] == FAILED_ITEM and len(parts) == 4:
+            elif parts[0] == FAILED_ITEM and len(parts) >= 3:
                 by_rule = failed.setdefault(parts[1], {})
-                by_rule[parts[3]] = by_rule.get(parts[3], 0) + rows
+                for rule in item.split(ITEM_SEPARATOR, 2)[2].split(RULES_SEPARATOR):
+                    name = rule.partition(ITEM_SEPARATOR)[2]
+                    by_rule[name] = by_rule.get(name, 0) + rows
             elif parts[0] == KEY_ITEM and len(parts) == 5:
                 by_key = keyed.setdefault((parts[1], parts[3]), {})
                 by_key[parts[4]] = by_key.get(parts[4], 0) + rows

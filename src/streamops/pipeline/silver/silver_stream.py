@@ -352,13 +352,7 @@ class SilverRoutes:
 
     @property
     def shuffles(self) -> bool:
-        """Whether a `unique` rule is evaluated per row (a window over the batch's rows by key),
-        not counted by key (rule_columns.counted_by_key)."""
-        return any(
-            rule.unique and not counted_by_key(rule, rules.applicable)
-            for rules in self.rules.values()
-            for rule in rules.applicable
-        )
+        return judged_in_a_window(self.rules)
 
     def of(self, bronze: DataFrame) -> DataFrame:
         rows = bronze.where(self.condition)
@@ -407,6 +401,7 @@ def silver_routes(
         )
         return SilverRoutes(condition, (columns,))
     parsed, scopes = rule_layers(schemas, rules, event_type, payload)
+    typed_first = not judged_in_a_window(rules)
     first = (
         route.alias(ROUTE_COLUMN),
         tally.alias(TALLY_COLUMN),
@@ -420,8 +415,10 @@ def silver_routes(
         F.lit(None).cast("array<string>").alias(FAILED_COLUMN),
         F.lit(None).cast("array<string>").alias(KEYS_COLUMN),
         *[struct.alias(name) for name, (_, struct) in parsed.items()],
+        *([typed_payload(schemas, "event_type", schema_hash, payload).alias(TYPED_COLUMN)] if typed_first else []),
     )
     working = (
+        *([TYPED_COLUMN] if typed_first else []),
         ROUTE_COLUMN,
         TALLY_COLUMN,
         "event_type",
@@ -436,7 +433,19 @@ def silver_routes(
         *parsed,
     )
     return SilverRoutes(
-        condition, (first, *rule_selects(scopes, working, "event_type"), _routed_by_rules(schemas, rules)), rules
+        condition,
+        (first, *rule_selects(scopes, working, "event_type"), _routed_by_rules(schemas, rules, typed_first)),
+        rules,
+    )
+
+
+def judged_in_a_window(rules: dict[str, TableRules]) -> bool:
+    """Whether a `unique` rule of `rules` is evaluated per row (a window over the batch's rows by
+    key, which shuffles them), not counted by key (rule_columns.counted_by_key)."""
+    return any(
+        rule.unique and not counted_by_key(rule, tables.applicable)
+        for tables in rules.values()
+        for rule in tables.applicable
     )
 
 
@@ -468,11 +477,15 @@ def rule_layers(
     return parsed, scopes
 
 
-def _routed_by_rules(schemas: dict[str, SilverSchema], rules: dict[str, TableRules]) -> tuple[Column, ...]:
+def _routed_by_rules(
+    schemas: dict[str, SilverSchema], rules: dict[str, TableRules], typed_first: bool
+) -> tuple[Column, ...]:
     """The last select: each row with the route, quarantine reason and tally items its table's
-    rules give it (rule_columns.rule_outcome), and its typed payload, made here rather than
-    before the rules: a `unique` rule evaluated per row shuffles and sorts the rows, which then
-    carry one JSON text, not two."""
+    rules give it (rule_columns.rule_outcome), and its typed payload. That is read in the first
+    select (`typed_first`), beside the rules' parse, so that this one has only expressions Spark
+    generates code for and joins the rules' stage (a select outside it copies every row once
+    more); but where a `unique` rule evaluated per row shuffles and sorts the rows, here, so the
+    shuffled rows carry one JSON text, not two."""
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
@@ -492,7 +505,11 @@ def _routed_by_rules(schemas: dict[str, SilverSchema], rules: dict[str, TableRul
         F.col(TALLY_COLUMN),
         event_type,
         F.col("payload"),
-        typed_payload(schemas, "event_type", F.col("schema_hash"), F.col("payload")).alias(TYPED_COLUMN),
+        (
+            F.col(TYPED_COLUMN)
+            if typed_first
+            else typed_payload(schemas, "event_type", F.col("schema_hash"), F.col("payload"))
+        ).alias(TYPED_COLUMN),
         F.col(RESCUED_DATA_COLUMN),
         *[F.col(name) for name in LINEAGE_COLUMNS],
         outcome.reason.alias("_q_reason"),
