@@ -14,6 +14,8 @@ Reported per layout (grouped queries, and the seed's one query per event type):
 - freshness: for every silver row, the timestamp of the Delta commit that added its file minus
   its event time (p50/p95/max, and over the last minute of generation), and the same for bronze's
   rows over that minute (the first hop alone);
+- silver batch time: how long each silver batch that read rows took (Spark's `triggerExecution`,
+  from the progress log the monitor kept), p50/p95/max over generation and its last minute;
 - CPU and memory of the pipeline's process tree (driver, JVM, Python workers).
 
     python bench/bench_pipeline_load.py --rate 8000 --duration 300 --layouts grouped,per_type
@@ -49,6 +51,8 @@ from streamops.core.delta_format.commit_metadata import BatchCommitInfo
 from streamops.core.delta_format.log import DeltaLog
 from streamops.core.delta_format.read import is_table
 from streamops.core.lake_layout import LakeLayout
+from streamops.monitor.progress_log import ProgressLog
+from streamops.monitor.progress_record import PHASE_COLUMNS
 from streamops.pipeline.bronze.landing_input import LandingInput
 from streamops.pipeline.expectations.rules import NO_EXPECTATIONS, Expectation, ExpectationSet
 from streamops.pipeline.lake_summary import summarize_lake
@@ -89,6 +93,28 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
         return {"p50": None, "p95": None, "max": None}
     pick = lambda q: round(values[min(len(values) - 1, int(q * (len(values) - 1)))], 2)  # noqa: E731
     return {"p50": pick(0.50), "p95": pick(0.95), "max": round(values[-1], 2)}
+
+
+def silver_batch_seconds(lake: LakeLayout, since: float, until: float) -> dict[str, float | None]:
+    """Seconds each silver batch that read rows took (Spark's `triggerExecution`), for batches
+    that started in [`since`, `until`): read back from the progress log the monitor kept, so it
+    is what `streamops` users see of their own batches."""
+    log = ProgressLog(lake.query_progress)
+    if not log.exists():
+        return quantiles([])
+    rows = log.read(
+        columns=["stream", "timestamp", "num_input_rows", "batch_duration_ms", PHASE_COLUMNS["triggerExecution"]],
+        events=["progress"],
+    ).to_pylist()
+    return quantiles(
+        sorted(
+            (row[PHASE_COLUMNS["triggerExecution"]] or row["batch_duration_ms"]) / 1000.0
+            for row in rows
+            if row["stream"].startswith("silver_")
+            and row["num_input_rows"]
+            and since <= row["timestamp"].timestamp() < until
+        )
+    )
 
 
 def accounted(lake: LakeLayout) -> int:
@@ -256,6 +282,8 @@ def run_layout(
         "sustained_events_per_s": round(in_silver_when_generated / (generated_at - started)),
         "freshness_seconds": quantiles(latencies(lake)),
         "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
+        "silver_batch_seconds_during_generation": silver_batch_seconds(lake, started, generated_at),
+        "silver_batch_seconds_last_minute_of_generation": silver_batch_seconds(lake, generated_at - 60, generated_at),
         "bronze_freshness_last_minute_of_generation": quantiles(
             sorted(table_latencies(Path(str(lake.bronze_events)), "event_time", since=generated_at - 60))
         ),

@@ -253,7 +253,8 @@ def test_a_rows_outcome_uses_no_higher_order_function_and_counts_each_rule_it_fa
         f"table string, {FAILED_COLUMN} array<string>",
     )
     nothing = F.lit(None).cast("string")
-    outcome = rule_outcome(F.lit(True), F.col("table"), F.lit("t"), nothing, nothing, "halt", "quarantine")
+    actions = ("warn", "drop", "fail")
+    outcome = rule_outcome(F.lit(True), F.col("table"), F.lit("t"), nothing, nothing, "halt", "quarantine", actions)
     out = rows.select(outcome.route.alias("route"), outcome.detail.alias("detail"), outcome.items.alias("items"))
 
     assert "lambdafunction" not in out._jdf.queryExecution().optimizedPlan().toString()
@@ -270,3 +271,19 @@ def test_a_rows_outcome_uses_no_higher_order_function_and_counts_each_rule_it_fa
             items[item] = items.get(item, 0) + 1
     routed = {"t": {"": 2}}
     assert counted(routed, {"t": items}, {"t"}) == {"t": TableCounts(4, {"a": 2, "b": 1, "c": 1})}
+
+
+def test_a_rows_failures_are_searched_only_for_the_actions_its_rules_have(spark):
+    """Where the rules are all `warn`, no row is searched for a drop or fail (a string built and
+    searched per row, for nothing): every row keeps its route and still counts its failures."""
+    from pyspark.sql import functions as F
+
+    from streamops.pipeline.expectations.rule_columns import FAILED_COLUMN, rule_outcome
+
+    rows = spark.createDataFrame([("t", ["warn\x00a"]), ("t", [])], f"table string, {FAILED_COLUMN} array<string>")
+    nothing = F.lit(None).cast("string")
+    outcome = rule_outcome(F.lit(True), F.col("table"), F.lit("t"), nothing, nothing, "halt", "quarantine", {"warn"})
+    out = rows.select(outcome.route.alias("route"), outcome.items.alias("items"))
+
+    assert "contains(" not in out._jdf.queryExecution().optimizedPlan().toString().lower()
+    assert [(r["route"], len(r["items"])) for r in out.collect()] == [("t", 1), ("t", 0)]

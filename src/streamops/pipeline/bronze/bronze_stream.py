@@ -345,7 +345,14 @@ def bronze_routes(
         line = F.col(LINE_COLUMN)
         route = F.when(reason.isNull(), F.lit(EVENTS_ROUTE)).otherwise(F.lit(QUARANTINE_ROUTE))
         outcome = rule_outcome(
-            reason.isNull(), F.lit(BRONZE_EVENTS_TABLE), route, reason, detail, HALT_ROUTE, QUARANTINE_ROUTE
+            reason.isNull(),
+            F.lit(BRONZE_EVENTS_TABLE),
+            route,
+            reason,
+            detail,
+            HALT_ROUTE,
+            QUARANTINE_ROUTE,
+            {rule.action for rule in rules},
         )
         reason, detail, items = outcome.reason, outcome.detail, outcome.items
         route = outcome.route

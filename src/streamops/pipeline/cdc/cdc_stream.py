@@ -320,7 +320,14 @@ def _routes(
     upsert = F.col(tables.OP).isin(sorted(UPSERT_OPS))
     evaluated = (route == event_type) & is_in("event_type", rules) & upsert
     outcome = rule_outcome(
-        evaluated, event_type, route, F.col("_q_reason"), F.col("_q_detail"), HALT_ROUTE, QUARANTINE_ROUTE
+        evaluated,
+        event_type,
+        route,
+        F.col("_q_reason"),
+        F.col("_q_detail"),
+        HALT_ROUTE,
+        QUARANTINE_ROUTE,
+        {rule.action for table in rules.values() for rule in table.applicable},
     )
     made = {ROUTE_COLUMN: outcome.route, "_q_reason": outcome.reason, "_q_detail": outcome.detail}
     last = (

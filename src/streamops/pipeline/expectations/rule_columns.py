@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Collection, get_args
 
 from streamops.pipeline.delta_connector.flat_columns import FlatField, flat_column, flat_fields
 from streamops.pipeline.exceptions import PipelineConfigError
@@ -416,12 +416,14 @@ def rule_outcome(
     detail: Column,
     halt_route: str,
     drop_route: str,
+    actions: Collection[Action],
     keys: Column | None = None,
 ) -> RuleOutcome:
     """A row its table evaluated (`evaluated`) goes to `halt_route` if it failed a `fail` rule,
     else to `drop_route` (reason `expectation`, the rules it failed) if it failed a `drop` rule;
     every evaluated row carries its tally items, under `table`, and its `keys` (KEYS_COLUMN, items
-    already). Other rows keep `route`, `reason` and `detail`.
+    already). Other rows keep `route`, `reason` and `detail`. `actions`: those of the rules
+    evaluated; a row is not searched for an action no rule has (warn rules alone route nothing).
 
     A row without items carries an empty list, never a null: Spark hands rows to the sink's
     Python workers in Arrow batches whose size it checks after every row, and Arrow's list
@@ -431,8 +433,8 @@ def rule_outcome(
 
     none = _no_items()
     failed = F.coalesce(F.col(FAILED_COLUMN), none)
-    halt = evaluated & fails_action(failed, "fail")
-    drop = evaluated & fails_action(failed, "drop")
+    halt = evaluated & fails_action(failed, "fail") if "fail" in actions else F.lit(False)
+    drop = evaluated & fails_action(failed, "drop") if "drop" in actions else F.lit(False)
     dropped = ~halt & drop
     items = tally_items(table, failed, halt | drop)
     if keys is not None:

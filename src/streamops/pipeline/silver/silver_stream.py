@@ -485,11 +485,16 @@ def _routed_by_rules(
     select (`typed_first`), beside the rules' parse, so that this one has only expressions Spark
     generates code for and joins the rules' stage (a select outside it copies every row once
     more); but where a `unique` rule evaluated per row shuffles and sorts the rows, here, so the
-    shuffled rows carry one JSON text, not two."""
+    shuffled rows carry one JSON text, not two.
+
+    A row its table's rules evaluated is one whose FAILED_COLUMN a scope wrote (a table without
+    an applicable rule has none, and its rows' outcome would be the same either way): testing
+    that, not the event type against every table with rules, keeps a list of hundreds of names
+    out of an expression this select uses nine times, which Spark analyses every batch."""
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
-    evaluated = (route == event_type) & is_in("event_type", rules)
+    evaluated = (route == event_type) & F.col(FAILED_COLUMN).isNotNull()
     outcome = rule_outcome(
         evaluated,
         event_type,
@@ -498,6 +503,7 @@ def _routed_by_rules(
         F.col("_q_detail"),
         HALT_ROUTE,
         QUARANTINE_ROUTE,
+        {rule.action for table in rules.values() for rule in table.applicable},
         F.col(KEYS_COLUMN),
     )
     return (
