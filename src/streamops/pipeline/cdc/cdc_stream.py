@@ -55,7 +55,6 @@ from streamops.pipeline.expectations.rule_columns import (
     TableCounts,
     TableRules,
     counted,
-    rule_outcome,
     rule_selects,
 )
 from streamops.pipeline.lake_tables import table_access
@@ -75,6 +74,7 @@ from streamops.pipeline.silver.silver_stream import (
     GroupWriter,
     SilverSettings,
     rule_layers,
+    table_rules_outcome,
     unfit_variation,
 )
 
@@ -319,16 +319,7 @@ def _routes(
     working = (*names, FAILED_COLUMN, *parsed)
     upsert = F.col(tables.OP).isin(sorted(UPSERT_OPS))
     evaluated = (route == event_type) & is_in("event_type", rules) & upsert
-    outcome = rule_outcome(
-        evaluated,
-        event_type,
-        route,
-        F.col("_q_reason"),
-        F.col("_q_detail"),
-        HALT_ROUTE,
-        QUARANTINE_ROUTE,
-        {rule.action for table in rules.values() for rule in table.applicable},
-    )
+    outcome = table_rules_outcome(evaluated, rules)
     made = {ROUTE_COLUMN: outcome.route, "_q_reason": outcome.reason, "_q_detail": outcome.detail}
     last = (
         *[made[name].alias(name) if name in made else F.col(name) for name in names],

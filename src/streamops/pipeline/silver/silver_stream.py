@@ -44,6 +44,7 @@ from streamops.pipeline.expectations.rule_columns import (
     EXPECTATION_REASON,
     FAILED_COLUMN,
     KEYS_COLUMN,
+    RuleOutcome,
     RuleResolver,
     RuleScope,
     TableRules,
@@ -494,18 +495,7 @@ def _routed_by_rules(
     from pyspark.sql import functions as F
 
     event_type, route = F.col("event_type"), F.col(ROUTE_COLUMN)
-    evaluated = (route == event_type) & F.col(FAILED_COLUMN).isNotNull()
-    outcome = rule_outcome(
-        evaluated,
-        event_type,
-        route,
-        F.col("_q_reason"),
-        F.col("_q_detail"),
-        HALT_ROUTE,
-        QUARANTINE_ROUTE,
-        {rule.action for table in rules.values() for rule in table.applicable},
-        F.col(KEYS_COLUMN),
-    )
+    outcome = table_rules_outcome((route == event_type) & F.col(FAILED_COLUMN).isNotNull(), rules, F.col(KEYS_COLUMN))
     return (
         outcome.route.alias(ROUTE_COLUMN),
         F.col(TALLY_COLUMN),
@@ -521,6 +511,25 @@ def _routed_by_rules(
         outcome.reason.alias("_q_reason"),
         outcome.detail.alias("_q_detail"),
         outcome.items.alias(TALLY_ITEMS_COLUMN),
+    )
+
+
+def table_rules_outcome(evaluated: Column, rules: dict[str, TableRules], keys: Column | None = None) -> RuleOutcome:
+    """rule_outcome of a group's rows (silver's or CDC's) whose tables have `rules`: rows with
+    `event_type`, their route, `_q_reason` and `_q_detail`, a fail rule's rows halting the group
+    and a drop rule's going to the quarantine."""
+    from pyspark.sql import functions as F
+
+    return rule_outcome(
+        evaluated,
+        F.col("event_type"),
+        F.col(ROUTE_COLUMN),
+        F.col("_q_reason"),
+        F.col("_q_detail"),
+        HALT_ROUTE,
+        QUARANTINE_ROUTE,
+        {rule.action for table in rules.values() for rule in table.applicable},
+        keys,
     )
 
 
