@@ -95,26 +95,27 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
     return {"p50": pick(0.50), "p95": pick(0.95), "max": round(values[-1], 2)}
 
 
-def silver_batch_seconds(lake: LakeLayout, since: float, until: float) -> dict[str, float | None]:
-    """Seconds each silver batch that read rows took (Spark's `triggerExecution`), for batches
-    that started in [`since`, `until`): read back from the progress log the monitor kept, so it
-    is what `streamops` users see of their own batches."""
+def silver_batch_seconds(lake: LakeLayout, windows: dict[str, tuple[float, float]]) -> dict[str, dict]:
+    """Per window name: seconds each silver batch that read rows took (Spark's
+    `triggerExecution`), for batches that started in the window's [since, until): read back,
+    once, from the progress log the monitor kept, so it is what `streamops` users see of their
+    own batches."""
     log = ProgressLog(lake.query_progress)
-    if not log.exists():
-        return quantiles([])
-    rows = log.read(
-        columns=["stream", "timestamp", "num_input_rows", "batch_duration_ms", PHASE_COLUMNS["triggerExecution"]],
-        events=["progress"],
-    ).to_pylist()
-    return quantiles(
-        sorted(
-            (row[PHASE_COLUMNS["triggerExecution"]] or row["batch_duration_ms"]) / 1000.0
-            for row in rows
-            if row["stream"].startswith("silver_")
-            and row["num_input_rows"]
-            and since <= row["timestamp"].timestamp() < until
-        )
+    trigger = PHASE_COLUMNS["triggerExecution"]
+    rows = (
+        log.read(columns=["stream", "timestamp", "num_input_rows", "batch_duration_ms", trigger], events=["progress"])
+        if log.exists()
+        else None
     )
+    batches = [
+        (row["timestamp"].timestamp(), (row[trigger] or row["batch_duration_ms"]) / 1000.0)
+        for row in (rows.to_pylist() if rows is not None else [])
+        if row["stream"].startswith("silver_") and row["num_input_rows"]
+    ]
+    return {
+        name: quantiles(sorted(seconds for started, seconds in batches if since <= started < until))
+        for name, (since, until) in windows.items()
+    }
 
 
 def accounted(lake: LakeLayout) -> int:
@@ -282,8 +283,13 @@ def run_layout(
         "sustained_events_per_s": round(in_silver_when_generated / (generated_at - started)),
         "freshness_seconds": quantiles(latencies(lake)),
         "freshness_last_minute_of_generation": quantiles(latencies(lake, since=generated_at - 60)),
-        "silver_batch_seconds_during_generation": silver_batch_seconds(lake, started, generated_at),
-        "silver_batch_seconds_last_minute_of_generation": silver_batch_seconds(lake, generated_at - 60, generated_at),
+        **silver_batch_seconds(
+            lake,
+            {
+                "silver_batch_seconds_during_generation": (started, generated_at),
+                "silver_batch_seconds_last_minute_of_generation": (generated_at - 60, generated_at),
+            },
+        ),
         "bronze_freshness_last_minute_of_generation": quantiles(
             sorted(table_latencies(Path(str(lake.bronze_events)), "event_time", since=generated_at - 60))
         ),
