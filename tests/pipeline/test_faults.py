@@ -56,7 +56,9 @@ def bronze_committed(lake: LakeLayout) -> bool:
 
 
 def assert_no_traces(stderr: str) -> None:
-    assert JAVA_STACK_LINE not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    """On failure shows where the first trace starts (its cause) and how the output ends."""
+    first = min((i for i in (stderr.find(JAVA_STACK_LINE), stderr.find("Traceback")) if i >= 0), default=-1)
+    assert first < 0, f"{stderr[max(0, first - 1000) : first + 3000]}\n[...]\n{stderr[-1500:]}"
 
 
 def doctor_findings(lake: LakeLayout) -> dict[str, list[str]]:

@@ -143,3 +143,35 @@ def test_a_task_cancelled_while_its_python_worker_writes_prints_no_traceback(tmp
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["PythonException", "PythonException"]
     assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr[-3000:]
+
+
+JVM_KILLED = """
+import os
+import signal
+
+from streamops.pipeline.exceptions import SparkEndedError
+from streamops.pipeline.run.spark_session import build_spark, stop_spark
+
+spark = build_spark(master="local[1]")
+jvm = spark.sparkContext._gateway.proc
+os.kill(jvm.pid, signal.SIGKILL)
+jvm.wait(timeout=60)
+try:
+    stop_spark(spark)
+except SparkEndedError as error:
+    print(error)
+"""
+
+
+@pytest.mark.spark
+def test_a_jvm_that_died_under_the_run_is_one_line_with_its_exit_code(tmp_path):
+    """Stopping Spark after its JVM is gone said nothing of why: PySpark's `stop` failed with
+    a Py4J connection traceback. The line names the exit code and what it means."""
+    script = tmp_path / "jvm_killed.py"
+    script.write_text(JVM_KILLED)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "Spark's JVM exited with code -9 during the run (killed with SIGKILL, by the kernel's OOM killer if "
+        "nobody else); start the run again: every stream resumes from its checkpoint, nothing is lost"
+    ]

@@ -29,6 +29,13 @@ class ExpectationFailedError(IncompatibleSchemaError):
     and its group stops the way on_incompatible=fail_group stops it, the other groups go on."""
 
 
+class SparkEndedError(StreamopsError):
+    """Spark's JVM exited before the run stopped it: its streams stopped wherever they were, and
+    each resumes from its checkpoint when the run starts again. Exit code 1, as a failed stream's."""
+
+    exit_code = 1
+
+
 class DemoError(StreamopsError):
     """A part of `streamops demo` (the console, the load) could not start or stopped with an error."""
 

@@ -43,8 +43,8 @@ from streamops.core.delta_format.source_offsets import BASE_INDEX, DeltaFileInde
 from streamops.core.delta_format.table_features import read_protocol, unreadable_reader_feature
 from streamops.core.exceptions import TableUnreadableError
 from streamops.core.storage.location import Location
-from streamops.pipeline.delta_connector.runner_hang_up import quiet_on_hang_up
 from streamops.pipeline.exceptions import PipelineConfigError
+from streamops.pipeline.runtime.hang_ups import quiet_on_hang_up
 from streamops.pipeline.runtime.worker_gc import freeze_imported_objects
 
 FORMAT_NAME = "streamops_delta"

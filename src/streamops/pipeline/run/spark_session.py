@@ -20,7 +20,7 @@ from streamops.pipeline.bronze.jvm_classifier import (
     classifier_jar,
     jar_has_class,
 )
-from streamops.pipeline.exceptions import JavaNotFoundError
+from streamops.pipeline.exceptions import JavaNotFoundError, SparkEndedError
 from streamops.pipeline.runtime.jvm import driver_memory
 from streamops.pipeline.runtime.process_memory import give_back_freed_memory
 from streamops.pipeline.runtime.spark_jars import (
@@ -163,4 +163,30 @@ def stop_spark(spark: SparkSession) -> None:
     server = getattr(spark.sparkContext, "_accumulatorServer", None)
     if server is not None:
         server.shutdown()
+    code = jvm_exit_code(spark)
+    if code is not None:
+        raise SparkEndedError(
+            f"Spark's JVM exited with code {code} during the run ({JVM_EXITS.get(code, 'see its messages above')}); "
+            "start the run again: every stream resumes from its checkpoint, nothing is lost"
+        )
     spark.stop()
+
+
+JVM_EXITS = {
+    0: "its Python driver's pipe closed",
+    50: "an uncaught fatal error in a task or thread",
+    52: "out of memory: raise STREAMOPS_DRIVER_MEMORY",
+    -6: "it crashed: look for an hs_err_pid file in the working directory",
+    -9: "killed with SIGKILL, by the kernel's OOM killer if nobody else",
+    -15: "stopped with SIGTERM",
+}
+"""What a Spark JVM's exit code says: Spark's own codes (`SparkExitCode`), or the signal that
+ended it, negative (`spark-submit` execs the JVM, so PySpark's `Popen` is the JVM)."""
+
+
+def jvm_exit_code(spark: SparkSession) -> int | None:
+    """The exit code of the JVM PySpark launched for `spark`, or None while it runs (or when
+    PySpark did not launch it: a gateway given through PYSPARK_GATEWAY_PORT)."""
+    gateway = spark.sparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    return None if process is None else process.poll()

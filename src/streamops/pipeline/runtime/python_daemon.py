@@ -1,17 +1,20 @@
-"""PySpark's worker daemon, without the traceback of a task Spark cancelled mid-write.
+"""PySpark's worker daemon, without the traceback of a worker the JVM hung up on.
 
 When a stage fails, or a query stops, Spark cancels the stage's other tasks and closes their
-sockets. A Python worker still sending rows then fails its flush with a broken pipe, and
-PySpark's daemon prints that traceback to the executor's stderr: in local mode, the terminal of
-the `streamops` command, under the one line that says what failed. The worker ends either way
-(the JVM no longer reads from it); this module only ends it without the print. Spark runs it in
-place of `pyspark.daemon` (`spark.python.daemon.module`, set by `build_spark`)."""
+sockets. A Python worker still sending rows then fails its flush with a broken pipe; one waiting
+for its next task reads end of file. PySpark's daemon prints either traceback to the executor's
+stderr: in local mode, the terminal of the `streamops` command, under the one line that says
+what failed. The worker ends either way (the JVM no longer talks to it); this module only ends
+it without the print (`hang_ups`). Spark runs it in place of `pyspark.daemon`
+(`spark.python.daemon.module`, set by `build_spark`)."""
 
 from __future__ import annotations
 
 import socket
 
 from pyspark import daemon
+
+from streamops.pipeline.runtime.hang_ups import HANG_UPS
 
 _serve = daemon.worker
 
@@ -21,7 +24,7 @@ def worker(sock: socket.socket, authenticated: bool) -> int:
     when the JVM hung up."""
     try:
         return _serve(sock, authenticated)
-    except (BrokenPipeError, ConnectionResetError):
+    except HANG_UPS:
         return 1
 
 

@@ -1,13 +1,16 @@
-"""Let the source's planning process end quietly when Spark stops the stream in mid-call.
+"""PySpark's Python processes ending quietly when the JVM hangs up on them.
 
-PySpark plans a Python streaming source in one long-lived process on the driver
-(`python_streaming_source_runner`). When a query stops while its stream thread waits on that
-process (a SIGTERM, or another stream's failure, during `latestOffset`), the interrupt closes
-the JVM's end of the socket. The process then fails to read its next call, fails again to report
-that on the closed socket, and its uncaught error reaches the JVM's stderr as three chained
-tracebacks, among `streamops run`'s one-line messages, although nothing went wrong: the stream
-stopped, and its next start replays the batch it was planning. The hook ends the process
-quietly when every error in the chain is the JVM hanging up; any other error prints as before.
+Spark stops talking to its Python processes in mid-call whenever a query stops or a stage fails:
+it closes their sockets. The process then fails to read its next call (end of file) or to write
+its answer (a broken pipe, a reset), and PySpark prints that error's traceback to the JVM's
+stderr: in local mode, the terminal of `streamops run`, among its one-line messages, although
+nothing went wrong; the next start replays what was cut short. Two processes meet it:
+
+- the worker daemon's workers (`python_daemon`), cancelled mid-task or told nothing more;
+- the long-lived process that plans a Python streaming source on the driver
+  (`python_streaming_source_runner`), stopped during `latestOffset` by a SIGTERM or another
+  stream's failure; its error reaches stderr as three chained tracebacks. `quiet_on_hang_up`
+  ends it quietly when every error in the chain is the JVM hanging up; any other prints as before.
 """
 
 from __future__ import annotations
