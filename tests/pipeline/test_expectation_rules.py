@@ -287,3 +287,56 @@ def test_a_rows_failures_are_searched_only_for_the_actions_its_rules_have(spark)
 
     assert "contains(" not in out._jdf.queryExecution().optimizedPlan().toString().lower()
     assert [(r["route"], len(r["items"])) for r in out.collect()] == [("t", 1), ("t", 0)]
+
+
+def test_a_keys_text_is_its_value_where_spark_casts_it_to_one_text_per_value_else_json(spark):
+    """A keyed rule's rows carry their key as text, counted per key: the value itself where
+    Spark's cast gives each value its own text (no JSON written for every row), JSON for
+    several columns, floating point and nested values. Separators in a key stay in the key."""
+    from datetime import datetime
+    from decimal import Decimal
+
+    from streamops.pipeline.expectations.rule_columns import key_text
+
+    array = {"type": "array", "elementType": "string", "containsNull": True}
+    kinds = {
+        "id": "string",
+        "n": "long",
+        "price": "double",
+        "at": "timestamp",
+        "amount": "decimal(10,2)",
+        "tags": array,
+    }
+    rows = spark.createDataFrame(
+        [("a\x00b", 5, 1.5, datetime(2026, 1, 2, 3, 4, 5, 6), Decimal("1.50"), ["x"])],
+        "id string, n long, price double, at timestamp, amount decimal(10,2), tags array<string>",
+    )
+    keys = [("id",), ("n",), ("at",), ("amount",), ("price",), ("id", "n"), ("tags",)]
+
+    texts = rows.select(*[key_text(names, kinds).alias(str(i)) for i, names in enumerate(keys)]).first()
+
+    assert list(texts) == [
+        "a\x00b",
+        "5",
+        "2026-01-02 03:04:05.000006",
+        "1.50",
+        '{"price":1.5}',
+        '{"id":"a\\u0000b","n":5}',
+        '{"tags":["x"]}',
+    ]
+
+
+def test_a_keyed_rules_failures_are_its_rows_beyond_each_keys_first_in_the_route_of_their_table():
+    """A key item names its rule, not its table: the route that carried it is the table (a
+    halted batch's items are on the halt route, and no counts of it are written)."""
+    from streamops.pipeline.expectations.rule_columns import TableCounts, counted
+
+    items = {
+        "t": {"expect_key\x00one\x00a": 3, "expect_key\x00one\x00b\x00c": 1, "expect_key\x00other\x00a": 1},
+        "u": {"expect_key\x00one\x00a": 1},
+        "halt": {"expect_key\x00one\x00a": 5},
+    }
+
+    found = counted({"t": {"": 4}, "u": {"": 1}}, items, {"t", "u"})
+
+    assert found == {"t": TableCounts(4, {"one": 2}), "u": TableCounts(1, {})}
