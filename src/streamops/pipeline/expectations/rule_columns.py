@@ -82,7 +82,7 @@ its content, so a replayed batch makes the same rows fail."""
 TEXT_KEY_KINDS = frozenset({"string", "long", "integer", "short", "byte", "boolean", "date", "timestamp"})
 """Spark (JSON) types whose values Spark's cast to string tells apart, one text per value: a
 single key column of one of these (or a decimal) is its key's text as it is, with no JSON to
-write for every row (measured: a tenth of a 35,000-row batch's JVM time)."""
+write for every row (in a probe, 0.08 s of a 35,000-row batch's 0.55 s of JVM time)."""
 TABLE_LINEAGE_TYPES = {
     "_event_time": "timestamp",
     "_ingest_time": "timestamp",

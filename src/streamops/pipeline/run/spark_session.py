@@ -153,25 +153,6 @@ def build_spark(
     return spark
 
 
-def stop_spark(spark: SparkSession) -> None:
-    """Stop Spark without the traceback PySpark can print on the way out.
-
-    PySpark stops the JVM's context before its own accumulator server: when the JVM drops the
-    server's connection first, the server's handler thread reads end-of-file and `socketserver`
-    prints an `EOFError` traceback to stderr, on a clean stop. Shutting the server down first
-    (PySpark's own `shutdown`, which the later stop repeats harmlessly) closes that window."""
-    server = getattr(spark.sparkContext, "_accumulatorServer", None)
-    if server is not None:
-        server.shutdown()
-    code = jvm_exit_code(spark)
-    if code is not None:
-        raise SparkEndedError(
-            f"Spark's JVM exited with code {code} during the run ({JVM_EXITS.get(code, 'see its messages above')}); "
-            "start the run again: every stream resumes from its checkpoint, nothing is lost"
-        )
-    spark.stop()
-
-
 JVM_EXITS = {
     0: "its Python driver's pipe closed",
     50: "an uncaught fatal error in a task or thread",
@@ -182,6 +163,27 @@ JVM_EXITS = {
 }
 """What a Spark JVM's exit code says: Spark's own codes (`SparkExitCode`), or the signal that
 ended it, negative (`spark-submit` execs the JVM, so PySpark's `Popen` is the JVM)."""
+
+
+def stop_spark(spark: SparkSession) -> None:
+    """Stop Spark without the traceback PySpark can print on the way out.
+
+    PySpark stops the JVM's context before its own accumulator server: when the JVM drops the
+    server's connection first, the server's handler thread reads end-of-file and `socketserver`
+    prints an `EOFError` traceback to stderr, on a clean stop. Shutting the server down first
+    (PySpark's own `shutdown`, which the later stop repeats harmlessly) closes that window.
+    A JVM that already exited is one line with its exit code (SparkEndedError), not the Py4J
+    traceback `stop` would fail with."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is not None:
+        server.shutdown()
+    code = jvm_exit_code(spark)
+    if code is not None:
+        raise SparkEndedError(
+            f"Spark's JVM exited with code {code} during the run ({JVM_EXITS.get(code, 'see its messages above')}); "
+            "start the run again: every stream resumes from its checkpoint, nothing is lost"
+        )
+    spark.stop()
 
 
 def jvm_exit_code(spark: SparkSession) -> int | None:
