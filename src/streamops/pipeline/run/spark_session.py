@@ -31,6 +31,7 @@ from streamops.pipeline.runtime.spark_jars import (
     jar_settings,
     remember_ivy_resolution,
 )
+from streamops.pipeline.runtime.spark_scratch import LOCAL_DIR_SETTING, process_scratch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,9 +91,11 @@ def build_spark(
 
     Workers must run the driver's interpreter (PySpark otherwise picks whatever `python3` is on
     PATH, which may lack pyarrow), logs are kept to errors, and time is UTC so Delta timestamps
-    mean the same thing on every machine. `packages` are Maven coordinates of JARs the run
-    needs (delta-spark, connectors), resolved as `streamops.pipeline.runtime.spark_jars` says;
-    `java_options` extra options for the driver's and executors' JVMs (`jvm_options`).
+    mean the same thing on every machine. Spark's scratch goes to a directory of the process's
+    own, which the next start removes if the process was killed (runtime/spark_scratch.py).
+    `packages` are Maven coordinates of JARs the run needs (delta-spark, connectors), resolved
+    as `streamops.pipeline.runtime.spark_jars` says; `java_options` extra options for the
+    driver's and executors' JVMs (`jvm_options`).
     """
     ensure_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -105,6 +108,10 @@ def build_spark(
 
     cores = os.cpu_count() or 2
     options = jvm_options(java_options)
+    scratch = process_scratch(conf or {})
+    driver_options = f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {options}"
+    if scratch is not None:
+        driver_options += f' "-Djava.io.tmpdir={scratch}"'
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": driver_memory("4g"),
@@ -112,13 +119,14 @@ def build_spark(
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
         "spark.default.parallelism": str(max(2, cores)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} {options}",
+        "spark.driver.extraJavaOptions": driver_options,
         "spark.executor.extraJavaOptions": options,
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.sql.json.enablePartialResults": "true",
         DATAFRAME_DEBUGGING: "false",
         "spark.python.daemon.module": PYTHON_DAEMON,
+        **({LOCAL_DIR_SETTING: str(scratch)} if scratch is not None else {}),
     }
     settings.update(conf or {})
     give_back_freed_memory(settings)
