@@ -314,3 +314,83 @@ def test_a_keyed_unique_rule_writes_each_rows_key_and_puts_no_window_in_the_plan
     assert has_window(beside_drop)
     assert sorted(r[FAILED_COLUMN] for r in beside_drop.collect()) == [[], ["drop\x00no_x"], ["warn\x00one_page"]]
     assert has_window(evaluated((one_page,), tuple(c for c in rows.columns if c != KEYS_COLUMN)))
+
+
+def _field(name: str, kind) -> dict:
+    return {"name": name, "type": kind, "nullable": True, "metadata": {}}
+
+
+def test_the_rules_read_no_payload_again_and_change_no_rows_typed_payload_or_rescued_data(spark):
+    """Where no window shuffles the batch, a layer with rules is read once for its rules and its
+    typed payload: the plan holds as many JSON reads as without rules, and each row comes out
+    the same. Covered here: a layer whose types have rules and one whose do not, nested fields,
+    an unfit variation (its typed payload and rescued data read apart) and a row without fields."""
+    from pyspark.sql import functions as F
+
+    from streamops.pipeline.delta_connector.write_plan import TALLY_ITEMS_COLUMN
+    from streamops.pipeline.expectations.rule_columns import TableRules
+    from streamops.pipeline.records.column_names import RESCUED_DATA_COLUMN
+    from streamops.pipeline.registry.schema_compat import FieldChange
+    from streamops.pipeline.registry.silver_schemas import SilverSchema
+    from streamops.pipeline.silver.silver_stream import TYPED_COLUMN, silver_routes
+
+    item = {"type": "struct", "fields": [_field("sku", "string"), _field("qty", "long")]}
+    purchase = {"type": "struct", "fields": [_field("price", "long"), _field("item", item), _field("user", "string")]}
+    schemas = {
+        "other": SilverSchema("other", 1, {"type": "struct", "fields": [_field("x", "long")]}, None),
+        "purchase": SilverSchema(
+            "purchase",
+            1,
+            purchase,
+            None,
+            unfit={"h2": (FieldChange("price", "long", "string"),)},
+            variation_schemas={"h2": {**purchase, "fields": [_field("price", "string"), *purchase["fields"][1:]]}},
+        ),
+        "visit": SilverSchema(
+            "visit", 1, {"type": "struct", "fields": [_field("page", "string"), _field("price", "string")]}, None
+        ),
+    }
+    rules = {
+        "purchase": TableRules(
+            "purchase",
+            1,
+            (
+                Expectation("price_nonneg", "warn", expect="price >= 0"),
+                Expectation("has_sku", "warn", expect="item__sku IS NOT NULL"),
+            ),
+        )
+    }
+    payloads = [
+        ("purchase", "h1", '{"price": 10, "item": {"sku": "a", "qty": 2}, "user": "u"}'),
+        ("purchase", "h1", '{"price": -5, "user": "v"}'),
+        ("purchase", "h2", '{"price": "L5", "item": {"sku": "b"}}'),
+        ("purchase", "h1", "{}"),
+        ("other", "h3", '{"x": 7}'),
+        ("visit", "h4", '{"page": "home", "price": "free"}'),
+    ]
+    bronze = spark.createDataFrame(
+        [(*row, f"f{i}.ndjson", i) for i, row in enumerate(payloads)],
+        "event_type string, schema_hash string, payload string, source_file string, batch_id long",
+    ).select("*", F.current_timestamp().alias("event_time"), F.current_timestamp().alias("ingest_time"))
+
+    def routed(table_rules):
+        frame = silver_routes(schemas, "rescue", table_rules).of(bronze)
+        reads = frame._jdf.queryExecution().optimizedPlan().toString().count("from_json(")
+        rows = {r["payload"]: r.asDict() for r in frame.collect()}
+        return reads, rows
+
+    reads, checked = routed(rules)
+    plain_reads, plain = routed(None)
+    assert reads == plain_reads
+    kept = (TYPED_COLUMN, RESCUED_DATA_COLUMN, "_q_detail", "_route")
+    assert {p: [r[c] for c in kept] for p, r in checked.items()} == {p: [r[c] for c in kept] for p, r in plain.items()}
+    assert plain[payloads[2][2]][RESCUED_DATA_COLUMN] is not None
+    failed = {p: r[TALLY_ITEMS_COLUMN] for p, r in checked.items()}
+    assert failed == {
+        payloads[0][2]: [],
+        payloads[1][2]: ["expect_failed\x00purchase\x00warn\x00price_nonneg\x01warn\x00has_sku"],
+        payloads[2][2]: ["expect_failed\x00purchase\x00warn\x00price_nonneg"],
+        payloads[3][2]: ["expect_failed\x00purchase\x00warn\x00price_nonneg\x01warn\x00has_sku"],
+        payloads[4][2]: [],
+        payloads[5][2]: [],
+    }

@@ -19,7 +19,7 @@ of `from_json` run several times slower than one, on the same rows). Unfit varia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from streamops.pipeline.registry.schema_compat import prune, without
 from streamops.pipeline.runtime.sql_literals import is_in
@@ -55,10 +55,13 @@ def typed_payload(
     event_type_column: str,
     schema_hash: Column,
     payload: Column,
+    read_elsewhere: Collection[str] = (),
 ) -> Column:
     """Each row's payload as Spark reads it with its type's applied schema (minus the fields its
     variation cannot hold), written back as JSON. `event_type_column` names the column holding
-    each row's event type."""
+    each row's event type. The layers whose types are all `read_elsewhere` are left out (null):
+    their rows' typed payload comes from a parse that serves the rules too (`typed_and_picked`),
+    but for their unfit variations'."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -74,10 +77,52 @@ def typed_payload(
             value = read(without(schema.applied, _paths(schema, variation)))
             expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     for members, union in parse_layers({name: schema.applied for name, schema in schemas.items()}):
+        if set(members) <= set(read_elsewhere):
+            continue
         condition = is_in(event_type_column, members)
         value = read(union)
         expression = F.when(condition, value) if expression is None else expression.when(condition, value)
     return expression if expression is not None else F.lit(None).cast("string")
+
+
+TYPED_FIELD = "typed"
+PICKED_FIELD = "picked"
+
+
+def typed_and_picked(payload: Column, union: dict[str, Any], picked: dict[str, Any]) -> Column:
+    """`payload` read once with `union`: a struct of the typed payload as JSON (TYPED_FIELD, what
+    `typed_payload` makes of it) and the fields of `picked` (a part of `union`, `PICKED_FIELD`).
+
+    One parse serving both, where reading the payload again for the picked fields alone cost
+    the JVM 58 % of the typed parse: tokenising is the most of any JSON read, whatever the
+    schema keeps. The parsed struct stays inside this one expression (a lambda over it), so no
+    projection writes the union's hundreds of fields into every row, which cost more than the
+    second parse did (BENCHMARKS.md, "Each payload parsed once for the rules and the typed
+    payload: tried and dropped")."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    def both(parsed: Column) -> Column:
+        fields = _picked(parsed, picked, union) if picked["fields"] else F.lit(None)
+        return F.struct(F.to_json(parsed).alias(TYPED_FIELD), fields.alias(PICKED_FIELD))
+
+    return F.transform(F.array(F.from_json(payload, StructType.fromJson(union))), both).getItem(0)
+
+
+def _picked(value: Column, picked: dict[str, Any], whole: dict[str, Any]) -> Column:
+    """Of the struct `value` of type `whole`, the struct of `picked`'s fields (null where `value`
+    is), as `from_json` with `picked` would read it."""
+    from pyspark.sql import functions as F
+
+    kinds = {entry["name"]: entry["type"] for entry in whole["fields"]}
+    columns = []
+    for entry in picked["fields"]:
+        name, kind = entry["name"], entry["type"]
+        field = value.getField(name)
+        if kind != kinds[name]:
+            field = _picked(field, kind, kinds[name])
+        columns.append(field.alias(name))
+    return F.when(value.isNotNull(), F.struct(*columns))
 
 
 def parse_layers(applied: Mapping[str, dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:

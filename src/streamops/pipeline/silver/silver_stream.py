@@ -66,7 +66,14 @@ from streamops.pipeline.runtime.batch_context import batch_commit_info
 from streamops.pipeline.runtime.batch_function import batch_function
 from streamops.pipeline.runtime.sql_literals import is_in
 from streamops.pipeline.silver.group_rows import group_row_filter
-from streamops.pipeline.silver.payload_parser import parse_layers, rescued_data, typed_payload
+from streamops.pipeline.silver.payload_parser import (
+    PICKED_FIELD,
+    TYPED_FIELD,
+    parse_layers,
+    rescued_data,
+    typed_and_picked,
+    typed_payload,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -401,8 +408,9 @@ def silver_routes(
             unfit.alias("_q_detail"),
         )
         return SilverRoutes(condition, (columns,))
-    parsed, scopes = rule_layers(schemas, rules, event_type, payload)
     typed_first = not judged_in_a_window(rules)
+    parsed, scopes = rule_layers(schemas, rules, event_type, payload, typed_first)
+    covered = {t for members, _ in parsed.values() for t in members}
     first = (
         route.alias(ROUTE_COLUMN),
         tally.alias(TALLY_COLUMN),
@@ -416,7 +424,11 @@ def silver_routes(
         F.lit(None).cast("array<string>").alias(FAILED_COLUMN),
         F.lit(None).cast("array<string>").alias(KEYS_COLUMN),
         *[struct.alias(name) for name, (_, struct) in parsed.items()],
-        *([typed_payload(schemas, "event_type", schema_hash, payload).alias(TYPED_COLUMN)] if typed_first else []),
+        *(
+            [typed_payload(schemas, "event_type", schema_hash, payload, covered).alias(TYPED_COLUMN)]
+            if typed_first
+            else []
+        ),
     )
     working = (
         *([TYPED_COLUMN] if typed_first else []),
@@ -435,9 +447,33 @@ def silver_routes(
     )
     return SilverRoutes(
         condition,
-        (first, *rule_selects(scopes, working, "event_type"), _routed_by_rules(schemas, rules, typed_first)),
+        (
+            first,
+            *([_typed_from_layers(working, parsed)] if typed_first else []),
+            *rule_selects(scopes, working, "event_type"),
+            _routed_by_rules(schemas, rules, typed_first),
+        ),
         rules,
     )
+
+
+def _typed_from_layers(
+    working: tuple[str, ...], parsed: dict[str, tuple[tuple[str, ...], Column]]
+) -> tuple[Column, ...]:
+    """The select after the first where each layer's one parse served the rules' fields and the
+    typed payload (payload_parser.typed_and_picked): the layer's column becomes the rules' struct
+    and a row's typed payload is its layer's, but for an unfit variation (a `_q_detail`), whose
+    typed payload the first select read apart. It references each layer's column twice, so
+    Spark keeps it a select of its own rather than evaluate the parse twice."""
+    from pyspark.sql import functions as F
+
+    typed = F.col(TYPED_COLUMN)
+    from_layers = F.coalesce(*[F.col(name).getField(TYPED_FIELD) for name in parsed], typed)
+    made = {
+        TYPED_COLUMN: F.when(F.col("_q_detail").isNull(), from_layers).otherwise(typed),
+        **{name: F.col(name).getField(PICKED_FIELD) for name in parsed},
+    }
+    return tuple(made.get(name, F.col(name)).alias(name) for name in working)
 
 
 def judged_in_a_window(rules: dict[str, TableRules]) -> bool:
@@ -451,16 +487,20 @@ def judged_in_a_window(rules: dict[str, TableRules]) -> bool:
 
 
 def rule_layers(
-    schemas: dict[str, SilverSchema], rules: dict[str, TableRules], event_type: Column, payload: Column
+    schemas: dict[str, SilverSchema],
+    rules: dict[str, TableRules],
+    event_type: Column,
+    payload: Column,
+    typed: bool = False,
 ) -> tuple[dict[str, tuple[tuple[str, ...], Column]], list[RuleScope]]:
     """The parse layers (payload_parser.parse_layers) holding tables with rules to evaluate, each
-    with the struct of the fields its rules may name read into a column, and their scopes.
+    with the struct of the fields its rules may name read into a column, and their scopes; with
+    `typed`, that struct beside the layer's typed payload, from one parse
+    (payload_parser.typed_and_picked; the caller picks them apart).
 
     Only those fields: a struct column is written into every row the projection passes on, and
     a layer's whole union (hundreds of fields, mostly null in any one row) cost more to write
-    and read back than the rules to evaluate; the typed payload reads the payload on its own,
-    as it does without rules. One parse of the whole union serving both was measured: under the
-    sustained load it cost the JVM more than the parse it saved (BENCHMARKS.md)."""
+    and read back than the rules to evaluate (BENCHMARKS.md)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -472,7 +512,10 @@ def rule_layers(
             continue
         name = f"_layer_{index}"
         named = rule_struct(union, checked)
-        struct = F.from_json(payload, StructType.fromJson(named)) if named["fields"] else F.lit(None)
+        if typed:
+            struct = typed_and_picked(payload, union, named)
+        else:
+            struct = F.from_json(payload, StructType.fromJson(named)) if named["fields"] else F.lit(None)
         parsed[name] = (tuple(members), F.when(is_in("event_type", members), struct))
         scopes += rule_scopes(name, union, checked, {t.table: schemas[t.table].applied for t in checked})
     return parsed, scopes
