@@ -82,6 +82,18 @@ def test_the_users_choice_of_sparks_local_directories_wins(tmp_path, monkeypatch
     assert spark_scratch.process_scratch({}) is None
 
 
+def test_a_scratch_root_that_cannot_be_made_leaves_spark_its_default_with_a_warning(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    monkeypatch.setattr(spark_scratch, "_claimed", [])
+    monkeypatch.setattr(spark_scratch, "scratch_root", lambda: blocker / "streamops-spark-0")
+    assert spark_scratch.process_scratch({}) is None
+    assert "no Spark scratch of its own under" in caplog.text
+
+
 SPARK_KILLED = """
 import os
 import signal

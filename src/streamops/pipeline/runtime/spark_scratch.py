@@ -134,12 +134,15 @@ def process_scratch(conf: Mapping[str, str]) -> Path | None:
         return None
     if not _claimed:
         root = scratch_root()
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        removed = remove_dead(root)
+        try:
+            removed = remove_dead(root) if root.is_dir() else []
+            _claimed.append(claim(root))
+        except OSError as error:
+            LOG.warning("no Spark scratch of its own under %s (%s): Spark keeps it in its default place", root, error)
+            return None
         if removed:
             LOG.info(
                 "removed the Spark scratch of %d run(s) that ended without removing it, under %s", len(removed), root
             )
-        _claimed.append(claim(root))
         atexit.register(_claimed[0].release)
     return _claimed[0].path
