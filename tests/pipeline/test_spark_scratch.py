@@ -58,6 +58,18 @@ def test_a_killed_processes_scratch_goes_with_the_next_start_a_live_ones_stays_a
     assert list(root.iterdir()) == [], "a process that ends normally removes its own scratch"
 
 
+def test_a_forked_child_that_exits_leaves_its_parents_scratch(tmp_path):
+    scratch = spark_scratch.claim(tmp_path)
+    child = os.fork()
+    if child == 0:
+        scratch.release()
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert scratch.path.is_dir() and scratch.lock.is_file()
+    scratch.release()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_dead_runs_directory_without_its_lock_file_is_removed_too(tmp_path):
     """The sweep removes a directory before its lock file: one cut short between the two leaves
     a directory that no lock guards, which the next sweep takes."""

@@ -24,7 +24,7 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -48,9 +48,13 @@ class Scratch:
     path: Path
     lock: Path
     descriptor: int
+    owner: int = field(default_factory=os.getpid)
 
     def release(self) -> None:
-        """Remove the directory and its lock file: the process is done with Spark."""
+        """Remove the directory and its lock file: the process is done with Spark. Not in a
+        child forked from it, which inherits the exit handler but not the scratch."""
+        if os.getpid() != self.owner:
+            return
         shutil.rmtree(self.path, ignore_errors=True)
         self.lock.unlink(missing_ok=True)
         os.close(self.descriptor)
