@@ -82,6 +82,7 @@ def test_a_dead_runs_directory_without_its_lock_file_is_removed_too(tmp_path):
 
 def test_the_users_choice_of_sparks_local_directories_wins(tmp_path, monkeypatch):
     monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     assert not local_dirs_chosen({})
     assert local_dirs_chosen({"spark.local.dir": "/data/spark"})

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from streamops.pipeline.runtime.spark_jars import spark_settings_outside
+
 try:
     import fcntl
 except ImportError:  # Windows: no flock, and Spark's scratch stays where Spark puts it
@@ -67,17 +69,10 @@ def scratch_root() -> Path:
 
 def local_dirs_chosen(conf: Mapping[str, str]) -> bool:
     """Whether the user chose Spark's local directories: in the environment, in the run's Spark
-    settings `conf`, or in the `spark-defaults.conf` Spark reads."""
-    if os.environ.get(LOCAL_DIRS_ENV) or conf.get(LOCAL_DIR_SETTING):
-        return True
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    settings `conf`, or in those Spark reads besides (`spark-defaults.conf`, `PYSPARK_SUBMIT_ARGS`)."""
+    return bool(
+        os.environ.get(LOCAL_DIRS_ENV) or conf.get(LOCAL_DIR_SETTING) or spark_settings_outside().get(LOCAL_DIR_SETTING)
     )
-    defaults = Path(conf_dir, "spark-defaults.conf") if conf_dir else None
-    if defaults is None or not defaults.is_file():
-        return False
-    lines = defaults.read_text(errors="replace").splitlines()
-    return any(line.split(maxsplit=1)[:1] == [LOCAL_DIR_SETTING] for line in lines)
 
 
 def claim(root: Path) -> Scratch:
